@@ -245,6 +245,9 @@ impl fmt::Debug for Rate {
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // whole numbers only: 1500B, 64KB
+        if self.0 == 0 {
+            return f.write_str("0B");
+        }
         fmt_scaled_dec(f, self.0 as u128, &[(1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "KB"), (1, "B")], 1)
     }
 }

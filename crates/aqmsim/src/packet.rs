@@ -1,0 +1,125 @@
+//! The simulator's packet: small, `Copy`, moved by value through queues and pipes
+//! (no allocation per packet). Sequence numbers count segments, not bytes: every data
+//! segment carries a full MSS except the last one of a finite transfer.
+
+use aqm::{Ecn, QPacket, Time, Transport};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    Data = 0,
+    Ack = 1,
+    Syn = 2,
+    SynAck = 3,
+    Udp = 4,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Data => "data",
+            Kind::Ack => "ack",
+            Kind::Syn => "syn",
+            Kind::SynAck => "synack",
+            Kind::Udp => "udp",
+        }
+    }
+    /// Forward (sender to receiver) or reverse.
+    pub fn is_forward(self) -> bool {
+        matches!(self, Kind::Data | Kind::Syn | Kind::Udp)
+    }
+}
+
+/// Up to three SACK blocks (RFC 2018), as segment ranges `[start, end)`. Offsets from
+/// the cumulative ACK keep the packet small.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SackBlocks {
+    n: u8,
+    blocks: [(u32, u32); 3],
+}
+
+impl SackBlocks {
+    pub const MAX: usize = 3;
+    pub fn push(&mut self, ack: u64, start: u64, end: u64) {
+        debug_assert!(start > ack && end > start);
+        if (self.n as usize) < Self::MAX {
+            self.blocks[self.n as usize] = ((start - ack) as u32, (end - ack) as u32);
+            self.n += 1;
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.n as usize
+    }
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+    pub fn iter(&self, ack: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.blocks[..self.n as usize].iter().map(move |&(s, e)| (ack + s as u64, ack + e as u64))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Packet {
+    /// Unique per run, in creation order.
+    pub uid: u64,
+    pub flow: u32,
+    pub kind: Kind,
+    /// Index of the next link on the packet's path.
+    pub hop: u8,
+    pub ecn: Ecn,
+    /// TCP ECE flag (ACKs) and CWR flag (data), RFC 3168 §6.1.
+    pub ece: bool,
+    pub cwr: bool,
+    /// Data: this segment is a retransmission.
+    pub retx: bool,
+    /// Bytes on the wire.
+    pub size: u32,
+    /// Data: payload bytes.
+    pub payload: u32,
+    /// Data: segment number. ACK: cumulative ACK (next expected segment).
+    pub seq: u64,
+    /// ACK: receive window advertised, in bytes.
+    pub rwnd: u64,
+    pub sack: SackBlocks,
+    /// When the endpoint sent it.
+    pub sent_at: Time,
+}
+
+impl Packet {
+    pub fn new(uid: u64, flow: u32, kind: Kind, size: u32, now: Time) -> Packet {
+        Packet {
+            uid,
+            flow,
+            kind,
+            hop: 0,
+            ecn: Ecn::NotEct,
+            ece: false,
+            cwr: false,
+            retx: false,
+            size,
+            payload: 0,
+            seq: 0,
+            rwnd: 0,
+            sack: SackBlocks::default(),
+            sent_at: now,
+        }
+    }
+}
+
+impl QPacket for Packet {
+    fn size_bytes(&self) -> u32 {
+        self.size
+    }
+    fn flow_key(&self) -> u64 {
+        ((self.flow as u64) << 1) | (!self.kind.is_forward()) as u64
+    }
+    fn transport(&self) -> Transport {
+        if self.kind == Kind::Udp { Transport::Udp } else { Transport::Tcp }
+    }
+    fn ecn(&self) -> Ecn {
+        self.ecn
+    }
+    fn set_ce(&mut self) {
+        self.ecn = Ecn::Ce;
+    }
+}

@@ -1,0 +1,181 @@
+//! Columnar records of a run: packet events at the recorded links, per-interval link
+//! and flow samples, and one row per flow at the end. Plain `Vec` columns, appended
+//! to on the hot path and handed to Python (or any Arrow writer) as they are.
+
+use serde::Serialize;
+
+/// Event codes in [`PacketLog::event`].
+pub const EV_ENQUEUE: u8 = 0;
+pub const EV_DEQUEUE: u8 = 1;
+pub const EV_DROP: u8 = 2;
+pub const EV_MARK: u8 = 3;
+pub const EVENT_NAMES: [&str; 4] = ["enqueue", "dequeue", "drop", "mark"];
+/// Cause codes in [`PacketLog::cause`]: 0 = none, then [`aqm::Cause`] + 1.
+pub const CAUSE_NAMES: [&str; 4] = ["", "overflow", "random", "deterministic"];
+
+#[derive(Default, Debug)]
+pub struct PacketLog {
+    pub time_ns: Vec<u64>,
+    /// Index into [`RunOutput::logged_links`].
+    pub link: Vec<u8>,
+    pub flow: Vec<u32>,
+    pub uid: Vec<u64>,
+    /// [`crate::packet::Kind`] as u8.
+    pub kind: Vec<u8>,
+    pub size: Vec<u32>,
+    pub event: Vec<u8>,
+    pub cause: Vec<u8>,
+    /// Time in the queue (dequeues, and drops from inside the queue); -1 otherwise.
+    pub sojourn_ns: Vec<i64>,
+    /// Queue backlog after the event.
+    pub backlog_bytes: Vec<u64>,
+    /// The AQM's own delay estimate at the event, -1 if it keeps none.
+    pub aqm_delay_ns: Vec<i64>,
+}
+
+impl PacketLog {
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn push(&mut self, t: u64, link: u8, flow: u32, uid: u64, kind: u8, size: u32, event: u8, cause: u8, sojourn: i64, backlog: u64, aqm_delay: i64) {
+        self.time_ns.push(t);
+        self.link.push(link);
+        self.flow.push(flow);
+        self.uid.push(uid);
+        self.kind.push(kind);
+        self.size.push(size);
+        self.event.push(event);
+        self.cause.push(cause);
+        self.sojourn_ns.push(sojourn);
+        self.backlog_bytes.push(backlog);
+        self.aqm_delay_ns.push(aqm_delay);
+    }
+    pub fn len(&self) -> usize {
+        self.time_ns.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.time_ns.is_empty()
+    }
+}
+
+/// One row per sampled link per interval; each row covers `(time - interval, time]`.
+#[derive(Default, Debug)]
+pub struct LinkSeries {
+    pub time_ns: Vec<u64>,
+    /// Index into [`RunOutput::links`].
+    pub link: Vec<u8>,
+    pub capacity_bps: Vec<u64>,
+    pub busy_ns: Vec<u64>,
+    pub tx_bytes: Vec<u64>,
+    pub tx_packets: Vec<u64>,
+    pub arrivals: Vec<u64>,
+    pub drops_overflow: Vec<u64>,
+    pub drops_random: Vec<u64>,
+    pub drops_deterministic: Vec<u64>,
+    pub marks: Vec<u64>,
+    pub backlog_bytes: Vec<u64>,
+    pub backlog_packets: Vec<u64>,
+    /// The AQM's drop probability at the sample (NaN if it has none).
+    pub drop_prob: Vec<f64>,
+    /// The AQM's delay estimate (-1 if none).
+    pub aqm_delay_ns: Vec<i64>,
+}
+
+/// One row per TCP flow per interval.
+#[derive(Default, Debug)]
+pub struct FlowSeries {
+    pub time_ns: Vec<u64>,
+    pub flow: Vec<u32>,
+    pub cwnd: Vec<f64>,
+    pub ssthresh: Vec<f64>,
+    /// Smoothed RTT (-1 before the first sample).
+    pub srtt_ns: Vec<i64>,
+    /// The latest RTT sample (-1 before the first).
+    pub rtt_ns: Vec<i64>,
+    pub rto_ns: Vec<u64>,
+    /// RFC 6675 pipe: segments in flight.
+    pub in_flight: Vec<u64>,
+    /// Payload bytes delivered in order at the receiver, cumulative.
+    pub delivered_bytes: Vec<u64>,
+    /// Highest cumulatively acknowledged segment.
+    pub snd_una: Vec<u64>,
+    pub retransmits: Vec<u64>,
+    /// 0 open, 1 recovery, 2 loss (after a timeout).
+    pub ca_state: Vec<u8>,
+}
+
+/// One row per flow at the end of the run.
+#[derive(Default, Debug)]
+pub struct FlowTable {
+    pub flow: Vec<u32>,
+    pub group: Vec<u16>,
+    pub start_ns: Vec<u64>,
+    /// When a finite transfer's last byte was delivered (-1: not finished or bulk).
+    pub end_ns: Vec<i64>,
+    pub bytes_delivered: Vec<u64>,
+    pub segments_sent: Vec<u64>,
+    pub retransmits: Vec<u64>,
+    pub timeouts: Vec<u64>,
+    pub recoveries: Vec<u64>,
+    /// Packets of this flow dropped anywhere, and CE marks.
+    pub drops: Vec<u64>,
+    pub marks: Vec<u64>,
+    pub min_rtt_ns: Vec<i64>,
+    pub srtt_ns: Vec<i64>,
+    pub base_rtt_ns: Vec<u64>,
+}
+
+/// Static description and final counters of a link.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkInfo {
+    pub name: String,
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+    pub aqm: String,
+    pub limit_packets: Option<u64>,
+    pub limit_bytes: Option<u64>,
+    pub stats: aqm::Stats,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupInfo {
+    pub name: String,
+    pub kind: String,
+    pub count: u32,
+    pub cc: Option<String>,
+    pub base_rtt_ns: u64,
+}
+
+/// Packet conservation, checked at the end of every run.
+#[derive(Debug, Clone, Copy, Serialize, Default, PartialEq, Eq)]
+pub struct Conservation {
+    pub created: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+    pub in_flight: u64,
+}
+
+impl Conservation {
+    pub fn holds(&self) -> bool {
+        self.created == self.delivered + self.dropped + self.in_flight
+    }
+}
+
+/// Everything a run produces.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The scenario with all defaults, as JSON.
+    pub scenario_json: String,
+    pub seed: u64,
+    pub sim_ns: u64,
+    pub wall_seconds: f64,
+    pub events: u64,
+    pub links: Vec<LinkInfo>,
+    /// Names of the links in [`PacketLog::link`] order.
+    pub logged_links: Vec<String>,
+    pub groups: Vec<GroupInfo>,
+    pub conservation: Conservation,
+    pub packets: PacketLog,
+    pub link_series: LinkSeries,
+    pub flow_series: FlowSeries,
+    pub flows: FlowTable,
+}

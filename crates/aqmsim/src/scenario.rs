@@ -1,0 +1,609 @@
+//! The scenario schema: the one place it is declared (Python passes TOML or dicts
+//! through and never re-declares it).
+//!
+//! Parsing is strict: unknown fields, malformed quantities, impossible values are
+//! errors that name the field by its dotted path and the offending value, e.g.
+//! `bottleneck.aqm.target: invalid duration "-5ms": must not be negative`.
+//!
+//! Tables tagged by `kind` (the AQM, a flow group's traffic) are split by hand before
+//! serde sees them, so that errors inside them keep their field names.
+
+use std::fmt;
+
+use aqm::{AqmSpec, Duration, QueueLimit, Rate};
+use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use crate::tcp::TcpConfig;
+
+/// A scenario error: the dotted path of the field and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() { write!(f, "{}", self.message) } else { write!(f, "{}: {}", self.path, self.message) }
+    }
+}
+impl std::error::Error for ScenarioError {}
+
+fn err(path: impl Into<String>, message: impl Into<String>) -> ScenarioError {
+    ScenarioError { path: path.into(), message: message.into() }
+}
+
+fn join(prefix: &str, rest: &str) -> String {
+    match (prefix.is_empty(), rest.is_empty() || rest == ".") {
+        (true, _) => rest.to_string(),
+        (false, true) => prefix.to_string(),
+        (false, false) if rest.starts_with('[') => format!("{prefix}{rest}"),
+        (false, false) => format!("{prefix}.{rest}"),
+    }
+}
+
+/// Deserialize `v` as `T`, reporting errors with their path under `prefix`.
+fn de_at<T: DeserializeOwned>(prefix: &str, v: toml::Value) -> Result<T, ScenarioError> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = join(prefix, &e.path().to_string());
+        err(path, clean_message(&e.inner().to_string()))
+    })
+}
+
+/// serde's messages name the field again ("unknown field `x`, expected ..."); keep
+/// them, but drop the trailing location that the TOML deserializer may add.
+fn clean_message(m: &str) -> String {
+    m.lines().next().unwrap_or(m).trim().to_string()
+}
+
+/// When flows start.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StartSpec {
+    /// All at this time.
+    At(Duration),
+    /// Each uniformly at random in `[from, to]` (Kuhn & Ros: "randomly start in [0; 1] s").
+    Uniform(Duration, Duration),
+}
+
+impl Default for StartSpec {
+    fn default() -> Self {
+        StartSpec::At(Duration::ZERO)
+    }
+}
+
+impl Serialize for StartSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            StartSpec::At(d) => d.serialize(s),
+            StartSpec::Uniform(a, b) => {
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("uniform", &[a, b])?;
+                m.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StartSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StartSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a time such as \"0s\", or { uniform = [\"0s\", \"1s\"] }")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<StartSpec, E> {
+                v.parse::<Duration>().map(StartSpec::At).map_err(E::custom)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<StartSpec, A::Error> {
+                let mut out = None;
+                while let Some(k) = m.next_key::<String>()? {
+                    if k != "uniform" {
+                        return Err(de::Error::unknown_field(&k, &["uniform"]));
+                    }
+                    let [a, b]: [Duration; 2] = m.next_value()?;
+                    if a > b {
+                        return Err(de::Error::custom(format!("uniform: the interval [{a}, {b}] is empty (from > to)")));
+                    }
+                    out = Some(StartSpec::Uniform(a, b));
+                }
+                out.ok_or_else(|| de::Error::missing_field("uniform"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The bottleneck link of the dumbbell (Kuhn & Ros, MADPIE Fig. 1: R1 -> R2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BottleneckSpec {
+    pub rate: Rate,
+    /// One-way propagation delay.
+    pub delay: Duration,
+    /// Buffer of the bottleneck queue: packets, bytes, or multiples of the BDP
+    /// (the bottleneck rate times the largest base RTT among the flow groups).
+    pub buffer: QueueLimit,
+    /// The AQM on the bottleneck queue (default: DropTail).
+    #[serde(skip_deserializing)]
+    pub aqm: AqmSpec,
+    /// Buffer of the reverse direction (ACKs), default: the same as `buffer`. The
+    /// reverse queue is DropTail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse_buffer: Option<QueueLimit>,
+}
+
+/// Access links between hosts and routers (Kuhn & Ros Fig. 1: 100 Mbps, 1 ms).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AccessSpec {
+    pub rate: Rate,
+    pub delay: Duration,
+    /// Access queues are DropTail with this buffer (Linux txqueuelen: 1000 packets).
+    pub buffer: QueueLimit,
+}
+
+impl Default for AccessSpec {
+    fn default() -> Self {
+        AccessSpec { rate: Rate::from_mbps(100), delay: Duration::from_millis(1), buffer: QueueLimit::Packets(1000) }
+    }
+}
+
+/// What to record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RecordSpec {
+    /// One row per packet event on the recorded links (`packets.parquet`).
+    pub packets: bool,
+    /// Links whose packet events are recorded: "bottleneck", "bottleneck_rev".
+    pub links: Vec<String>,
+    /// Sampling interval of `timeseries.parquet`.
+    pub interval: Duration,
+    /// Per-flow rows in the time series (cwnd, RTT, in-flight, delivered).
+    pub flow_series: bool,
+}
+
+impl Default for RecordSpec {
+    fn default() -> Self {
+        RecordSpec { packets: true, links: vec!["bottleneck".into()], interval: Duration::from_millis(100), flow_series: true }
+    }
+}
+
+/// How headline figures are computed from the records.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsSpec {
+    /// Bottleneck utilization is bits sent per interval over capacity (MADPIE §III: 1 s).
+    pub utilization_interval: Duration,
+    /// Goodput per interval (Khademi, Ros & Welzl use 5 s).
+    pub goodput_interval: Duration,
+    /// Samples before this time are left out of the headline figures.
+    pub warmup: Duration,
+}
+
+impl Default for MetricsSpec {
+    fn default() -> Self {
+        MetricsSpec { utilization_interval: Duration::from_secs(1), goodput_interval: Duration::from_secs(1), warmup: Duration::ZERO }
+    }
+}
+
+/// Settings shared by every kind of flow group.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupCommon {
+    /// The group's class name in every output.
+    pub name: String,
+    #[serde(default = "one")]
+    pub count: u32,
+    #[serde(default)]
+    pub start: StartSpec,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Long-lived TCP transfers that always have data to send.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct BulkSpec {
+    #[serde(default)]
+    pub tcp: TcpConfig,
+}
+
+/// The traffic of a flow group, tagged by `kind`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TrafficSpec {
+    Bulk(BulkSpec),
+}
+
+impl TrafficSpec {
+    pub const KINDS: &'static [&'static str] = &["bulk"];
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TrafficSpec::Bulk(_) => "bulk",
+        }
+    }
+
+    fn parse(prefix: &str, kind: &str, rest: toml::Value) -> Result<TrafficSpec, ScenarioError> {
+        let spec = match kind {
+            "bulk" => TrafficSpec::Bulk(de_at(prefix, rest)?),
+            other => {
+                return Err(err(
+                    format!("{prefix}.kind"),
+                    format!("unknown flow kind \"{other}\", expected one of: {}", Self::KINDS.join(", ")),
+                ))
+            }
+        };
+        match &spec {
+            TrafficSpec::Bulk(b) => b.tcp.validate().map_err(|m| validation_error(&format!("{prefix}.tcp"), &m))?,
+        }
+        Ok(spec)
+    }
+
+    pub fn tcp(&self) -> Option<&TcpConfig> {
+        match self {
+            TrafficSpec::Bulk(b) => Some(&b.tcp),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowGroupSpec {
+    #[serde(flatten)]
+    pub common: GroupCommon,
+    #[serde(flatten)]
+    pub traffic: TrafficSpec,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default = "unnamed")]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Simulated time.
+    pub duration: Duration,
+    /// The run's seed (`aqmlab run --seed` overrides it).
+    #[serde(default = "one_u64")]
+    pub seed: u64,
+    pub bottleneck: BottleneckSpec,
+    #[serde(default)]
+    pub access: AccessSpec,
+    #[serde(skip_deserializing)]
+    pub flows: Vec<FlowGroupSpec>,
+    #[serde(default)]
+    pub record: RecordSpec,
+    #[serde(default)]
+    pub metrics: MetricsSpec,
+}
+
+fn unnamed() -> String {
+    "unnamed".into()
+}
+fn one_u64() -> u64 {
+    1
+}
+
+fn take_table(v: toml::Value, path: &str) -> Result<toml::Table, ScenarioError> {
+    match v {
+        toml::Value::Table(t) => Ok(t),
+        other => Err(err(path, format!("expected a table, got {}", other.type_str()))),
+    }
+}
+
+fn take_kind(t: &mut toml::Table, path: &str, default: Option<&str>) -> Result<String, ScenarioError> {
+    match t.remove("kind") {
+        Some(toml::Value::String(s)) => Ok(s),
+        Some(other) => Err(err(format!("{path}.kind"), format!("expected a string, got {}", other.type_str()))),
+        None => default.map(str::to_string).ok_or_else(|| err(path, "missing field `kind`")),
+    }
+}
+
+/// Turn a validation message of the form `field: problem` into a path under `prefix`.
+fn validation_error(prefix: &str, msg: &str) -> ScenarioError {
+    match msg.split_once(": ") {
+        Some((field, rest)) if !field.is_empty() && field.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') => {
+            err(join(prefix, field), rest)
+        }
+        _ => err(prefix, msg),
+    }
+}
+
+fn parse_aqm(path: &str, v: Option<toml::Value>) -> Result<AqmSpec, ScenarioError> {
+    let Some(v) = v else { return Ok(AqmSpec::default()) };
+    let v = match v {
+        // `aqm = "pie"`: the kind with its default parameters
+        toml::Value::String(s) => toml::Value::Table(toml::Table::from_iter([("kind".to_string(), toml::Value::String(s))])),
+        other => other,
+    };
+    let mut t = take_table(v, path)?;
+    let kind = take_kind(&mut t, path, None)?;
+    if AqmSpec::default_for(&kind).is_none() {
+        let kinds: Vec<&str> = AqmSpec::KINDS.iter().map(|k| k.kind).collect();
+        return Err(err(format!("{path}.kind"), format!("unknown AQM \"{kind}\", expected one of: {}", kinds.join(", "))));
+    }
+    let mut track = serde_path_to_error::Track::new();
+    let de = serde_path_to_error::Deserializer::new(toml::Value::Table(t), &mut track);
+    match AqmSpec::from_kind(&kind, de) {
+        Ok(spec) => Ok(spec),
+        Err(e) => {
+            let inner = track.path().to_string();
+            let msg = clean_message(&e.to_string());
+            Err(if inner.is_empty() || inner == "." { validation_error(path, &msg) } else { err(join(path, &inner), msg) })
+        }
+    }
+}
+
+fn parse_group(path: &str, v: toml::Value) -> Result<FlowGroupSpec, ScenarioError> {
+    let mut t = take_table(v, path)?;
+    let kind = take_kind(&mut t, path, Some("bulk"))?;
+    let mut common = toml::Table::new();
+    for key in ["name", "count", "start"] {
+        if let Some(x) = t.remove(key) {
+            common.insert(key.to_string(), x);
+        }
+    }
+    let common: GroupCommon = de_at(path, toml::Value::Table(common))?;
+    if common.name.is_empty() {
+        return Err(err(format!("{path}.name"), "must not be empty"));
+    }
+    if common.count == 0 {
+        return Err(err(format!("{path}.count"), "must be at least 1, got 0"));
+    }
+    let traffic = TrafficSpec::parse(path, &kind, toml::Value::Table(t))?;
+    Ok(FlowGroupSpec { common, traffic })
+}
+
+impl Scenario {
+    /// Parse a scenario from TOML text, after applying `--set` overrides.
+    pub fn from_toml(text: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+        let v: toml::Value = toml::from_str::<toml::Table>(text)
+            .map(toml::Value::Table)
+            .map_err(|e| err("", format!("not valid TOML: {}", clean_message(&e.to_string()))))?;
+        Self::from_value(v, overrides)
+    }
+
+    /// Parse a scenario from JSON text (the Python API's dicts).
+    pub fn from_json(text: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+        let j: serde_json::Value = serde_json::from_str(text).map_err(|e| err("", format!("not valid JSON: {e}")))?;
+        let v = json_to_toml(j, "")?;
+        Self::from_value(v, overrides)
+    }
+
+    pub fn from_value(mut v: toml::Value, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+        for o in overrides {
+            crate::overrides::apply(&mut v, o)?;
+        }
+        let mut root = take_table(v, "")?;
+        let flows_v = root.remove("flows");
+        let aqm_v = match root.get_mut("bottleneck") {
+            Some(toml::Value::Table(b)) => b.remove("aqm"),
+            _ => None,
+        };
+        let mut sc: Scenario = de_at("", toml::Value::Table(root))?;
+        sc.bottleneck.aqm = parse_aqm("bottleneck.aqm", aqm_v)?;
+        let flows = match flows_v {
+            Some(toml::Value::Array(a)) => a,
+            Some(other) => return Err(err("flows", format!("expected an array of tables ([[flows]]), got {}", other.type_str()))),
+            None => return Err(err("flows", "missing: a scenario needs at least one [[flows]] group")),
+        };
+        if flows.is_empty() {
+            return Err(err("flows", "a scenario needs at least one [[flows]] group"));
+        }
+        for (i, f) in flows.into_iter().enumerate() {
+            sc.flows.push(parse_group(&format!("flows[{i}]"), f)?);
+        }
+        sc.validate()?;
+        Ok(sc)
+    }
+
+    fn validate(&self) -> Result<(), ScenarioError> {
+        if self.duration.is_zero() {
+            return Err(err("duration", "must be greater than zero"));
+        }
+        if self.bottleneck.rate.bps() == 0 {
+            return Err(err("bottleneck.rate", "must be greater than zero"));
+        }
+        if self.access.rate.bps() == 0 {
+            return Err(err("access.rate", "must be greater than zero"));
+        }
+        check_buffer("bottleneck.buffer", self.bottleneck.buffer)?;
+        if let Some(b) = self.bottleneck.reverse_buffer {
+            check_buffer("bottleneck.reverse_buffer", b)?;
+        }
+        check_buffer("access.buffer", self.access.buffer)?;
+        let mut names = std::collections::BTreeSet::new();
+        for (i, g) in self.flows.iter().enumerate() {
+            if !names.insert(g.common.name.as_str()) {
+                return Err(err(format!("flows[{i}].name"), format!("\"{}\" is used by another group; names must be unique", g.common.name)));
+            }
+            let latest = match g.common.start {
+                StartSpec::At(t) => t,
+                StartSpec::Uniform(_, b) => b,
+            };
+            if latest >= self.duration {
+                return Err(err(format!("flows[{i}].start"), format!("{latest} is not before the end of the run ({})", self.duration)));
+            }
+        }
+        for l in &self.record.links {
+            if !["bottleneck", "bottleneck_rev"].contains(&l.as_str()) {
+                return Err(err("record.links", format!("unknown link \"{l}\", expected \"bottleneck\" or \"bottleneck_rev\"")));
+            }
+        }
+        if self.record.interval.is_zero() {
+            return Err(err("record.interval", "must be greater than zero"));
+        }
+        for (name, d) in [("utilization_interval", self.metrics.utilization_interval), ("goodput_interval", self.metrics.goodput_interval)] {
+            if d.is_zero() || d.as_nanos() % self.record.interval.as_nanos() != 0 {
+                return Err(err(format!("metrics.{name}"), format!("{d} must be a positive multiple of record.interval ({})", self.record.interval)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Base (propagation-only) round-trip time of a flow group's path.
+    pub fn base_rtt(&self, _group: usize) -> Duration {
+        let one_way = self.access.delay + self.bottleneck.delay + self.access.delay;
+        one_way + one_way
+    }
+
+    /// The bandwidth-delay product that `bdp` buffers refer to: the bottleneck rate
+    /// times the largest base RTT among the groups (MADPIE §V).
+    pub fn bdp_bytes(&self) -> u64 {
+        let rtt = (0..self.flows.len()).map(|g| self.base_rtt(g)).max().unwrap_or(Duration::ZERO);
+        self.bottleneck.rate.bytes_in(rtt)
+    }
+
+    /// A buffer limit in packets or bytes, with `bdp` resolved.
+    pub fn resolve_limit(&self, path: &str, q: QueueLimit) -> Result<aqm::Limit, ScenarioError> {
+        let limit = match q {
+            QueueLimit::Packets(n) => aqm::Limit::packets(n),
+            QueueLimit::Bytes(b) => aqm::Limit::bytes(b),
+            QueueLimit::Bdp(x) => {
+                let b = (x * self.bdp_bytes() as f64).round() as u64;
+                if b == 0 {
+                    return Err(err(path, format!("{q} resolves to 0 bytes (BDP = {} B)", self.bdp_bytes())));
+                }
+                aqm::Limit::bytes(b)
+            }
+        };
+        Ok(limit)
+    }
+
+    /// The scenario with every default filled in, as JSON (written beside results).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("scenario serializes")
+    }
+}
+
+fn check_buffer(path: &str, q: QueueLimit) -> Result<(), ScenarioError> {
+    let zero = match q {
+        QueueLimit::Packets(n) => n == 0,
+        QueueLimit::Bytes(b) => b == 0,
+        QueueLimit::Bdp(x) => x <= 0.0,
+    };
+    if zero {
+        return Err(err(path, format!("buffer of zero (\"{q}\"): the queue must hold at least one packet")));
+    }
+    Ok(())
+}
+
+fn json_to_toml(j: serde_json::Value, path: &str) -> Result<toml::Value, ScenarioError> {
+    use serde_json::Value as J;
+    Ok(match j {
+        J::Null => return Err(err(path, "null is not allowed; leave the field out for its default")),
+        J::Bool(b) => toml::Value::Boolean(b),
+        J::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                toml::Value::Integer(i)
+            } else {
+                toml::Value::Float(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        J::String(s) => toml::Value::String(s),
+        J::Array(a) => toml::Value::Array(
+            a.into_iter().enumerate().map(|(i, x)| json_to_toml(x, &format!("{path}[{i}]"))).collect::<Result<_, _>>()?,
+        ),
+        J::Object(o) => toml::Value::Table(
+            o.into_iter()
+                // a null member means "not given": the field takes its default
+                .filter(|(_, x)| !x.is_null())
+                .map(|(k, x)| {
+                    let p = join(path, &k);
+                    json_to_toml(x, &p).map(|v| (k, v))
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"
+        name = "t"
+        duration = "10s"
+        [bottleneck]
+        rate = "10Mbps"
+        delay = "48ms"
+        buffer = "1bdp"
+        aqm = { kind = "pie", target = "20ms", tupdate = "30ms" }
+        [[flows]]
+        name = "bulk"
+        count = 10
+        start = { uniform = ["0s", "1s"] }
+    "#;
+
+    fn parse(extra: &[&str]) -> Result<Scenario, ScenarioError> {
+        let o: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        Scenario::from_toml(BASE, &o)
+    }
+
+    #[test]
+    fn a_valid_scenario_parses_with_defaults() {
+        let s = parse(&[]).unwrap();
+        assert_eq!(s.flows.len(), 1);
+        assert_eq!(s.flows[0].common.count, 10);
+        assert_eq!(s.access.delay, Duration::from_millis(1));
+        match &s.bottleneck.aqm {
+            AqmSpec::Pie(p) => assert_eq!(p.target, Duration::from_millis(20)),
+            other => panic!("{other:?}"),
+        }
+        // base RTT = 2 * (1 + 48 + 1) ms; BDP = 10 Mbps * 100 ms = 125000 B
+        assert_eq!(s.base_rtt(0), Duration::from_millis(100));
+        assert_eq!(s.bdp_bytes(), 125_000);
+        assert_eq!(s.resolve_limit("b", s.bottleneck.buffer).unwrap(), aqm::Limit::bytes(125_000));
+    }
+
+    fn error(extra: &[&str]) -> String {
+        parse(extra).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_name_the_field_and_the_value() {
+        let e = error(&["bottleneck.aqm.tarrget=\"5ms\""]);
+        assert!(e.starts_with("bottleneck.aqm") && e.contains("tarrget"), "{e}");
+        let e = error(&["bottleneck.rate=\"10\""]);
+        assert!(e.starts_with("bottleneck.rate:") && e.contains("\"10\"") && e.contains("unit"), "{e}");
+        let e = error(&["bottleneck.delay=\"-5ms\""]);
+        assert!(e.starts_with("bottleneck.delay:") && e.contains("-5ms"), "{e}");
+        let e = error(&["bottleneck.aqm.kind=\"blue\""]);
+        assert!(e.starts_with("bottleneck.aqm.kind:") && e.contains("blue"), "{e}");
+        let e = error(&["bottleneck.buffer=\"0pkts\""]);
+        assert!(e.starts_with("bottleneck.buffer:") && e.contains("zero"), "{e}");
+        let e = error(&["bottleneck.aqm.target=\"-1ms\""]);
+        assert!(e.starts_with("bottleneck.aqm.target:"), "{e}");
+        let e = error(&["bottleneck.aqm.alpha=-1.0"]);
+        assert!(e.starts_with("bottleneck.aqm.alpha:"), "{e}");
+        let e = error(&["flows.0.tcp.cc=\"vegas\""]);
+        assert!(e.starts_with("flows[0].tcp.cc:") && e.contains("vegas"), "{e}");
+        let e = error(&["flows.0.tcp.mss=\"0B\""]);
+        assert!(e.starts_with("flows[0].tcp.mss:"), "{e}");
+        let e = error(&["flows.0.count=0"]);
+        assert!(e.starts_with("flows[0].count:"), "{e}");
+        let e = error(&["colour=\"red\""]);
+        assert!(e.contains("colour"), "{e}");
+        let e = error(&["flows.0.kind=\"carrier_pigeon\""]);
+        assert!(e.starts_with("flows[0].kind:"), "{e}");
+    }
+
+    #[test]
+    fn changing_the_aqm_kind_drops_the_old_parameters() {
+        let s = parse(&["bottleneck.aqm.kind=\"droptail\""]).unwrap();
+        assert_eq!(s.bottleneck.aqm.kind(), "droptail");
+    }
+
+    #[test]
+    fn resolved_scenario_round_trips_through_json() {
+        let s = parse(&[]).unwrap();
+        let again = Scenario::from_json(&s.to_json(), &[]).unwrap();
+        assert_eq!(s, again);
+    }
+}

@@ -1,0 +1,130 @@
+//! Congestion controllers: one file each, behind a small trait whose hooks default
+//! to doing nothing (the shape of smoltcp's `congestion` module), picked through the
+//! closed enum [`AnyCc`].
+//!
+//! The window is counted in segments, as in Linux and RFC 9438, and kept as `f64`
+//! so that per-ACK increments of a fraction of a segment accumulate exactly as the
+//! RFC formulas say. The sender may transmit while `pipe < floor(cwnd)`.
+
+pub mod cubic;
+pub mod newreno;
+
+use aqm::{Duration, Time};
+use serde::{Deserialize, Serialize};
+
+pub use cubic::{Cubic, CubicParams};
+pub use newreno::NewReno;
+
+/// "Infinite" slow-start threshold (Linux `TCP_INFINITE_SSTHRESH`).
+pub const INFINITE_SSTHRESH: f64 = 1e9;
+
+/// Congestion window and slow-start threshold, in segments.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window {
+    pub cwnd: f64,
+    pub ssthresh: f64,
+}
+
+impl Window {
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+    /// RFC 5681 §3.1 slow start with appropriate byte counting (RFC 3465, L = all
+    /// acked data, as Linux's `tcp_slow_start`): grow by the segments acked, up to
+    /// ssthresh. Returns the acked segments left over for congestion avoidance.
+    pub fn slow_start(&mut self, acked: f64) -> f64 {
+        let room = (self.ssthresh - self.cwnd).max(0.0);
+        let grow = acked.min(room);
+        self.cwnd += grow;
+        acked - grow
+    }
+}
+
+/// What an ACK tells the controller.
+#[derive(Clone, Copy, Debug)]
+pub struct AckSample {
+    pub now: Time,
+    /// Segments newly delivered by this ACK (cumulatively acked or SACKed).
+    pub acked: u32,
+    /// Round-trip time sample from this ACK, if it gave one.
+    pub rtt: Option<Duration>,
+    /// Smallest RTT seen on the connection.
+    pub min_rtt: Option<Duration>,
+    /// The sender was limited by cwnd (not by the application or the receiver), so
+    /// growth is allowed (RFC 7661, Linux `tcp_is_cwnd_limited`).
+    pub cwnd_limited: bool,
+    /// Highest cumulatively acked segment and next new segment, for round tracking.
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+}
+
+pub trait CongestionControl {
+    /// Grow the window on an ACK outside loss recovery.
+    fn on_ack(&mut self, w: &mut Window, s: &AckSample);
+    /// A loss (or ECN) congestion event: return the new ssthresh. The caller sets
+    /// cwnd (through PRR during recovery, RFC 6937).
+    fn on_congestion(&mut self, w: &Window, now: Time) -> f64;
+    /// A retransmission timeout: the caller sets cwnd to one segment.
+    fn on_timeout(&mut self, _w: &Window, _now: Time) {}
+    /// Every RTT sample, in any state (HyStart watches delay in slow start).
+    fn on_rtt(&mut self, _w: &mut Window, _s: &AckSample) {}
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CcKind {
+    #[default]
+    Cubic,
+    Newreno,
+}
+
+impl CcKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            CcKind::Cubic => "cubic",
+            CcKind::Newreno => "newreno",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum AnyCc {
+    Cubic(Cubic),
+    NewReno(NewReno),
+}
+
+impl AnyCc {
+    pub fn new(kind: CcKind, cubic: &CubicParams) -> AnyCc {
+        match kind {
+            CcKind::Cubic => AnyCc::Cubic(Cubic::new(cubic.clone())),
+            CcKind::Newreno => AnyCc::NewReno(NewReno::default()),
+        }
+    }
+}
+
+impl CongestionControl for AnyCc {
+    fn on_ack(&mut self, w: &mut Window, s: &AckSample) {
+        match self {
+            AnyCc::Cubic(c) => c.on_ack(w, s),
+            AnyCc::NewReno(c) => c.on_ack(w, s),
+        }
+    }
+    fn on_congestion(&mut self, w: &Window, now: Time) -> f64 {
+        match self {
+            AnyCc::Cubic(c) => c.on_congestion(w, now),
+            AnyCc::NewReno(c) => c.on_congestion(w, now),
+        }
+    }
+    fn on_timeout(&mut self, w: &Window, now: Time) {
+        match self {
+            AnyCc::Cubic(c) => c.on_timeout(w, now),
+            AnyCc::NewReno(c) => c.on_timeout(w, now),
+        }
+    }
+    fn on_rtt(&mut self, w: &mut Window, s: &AckSample) {
+        match self {
+            AnyCc::Cubic(c) => c.on_rtt(w, s),
+            AnyCc::NewReno(c) => c.on_rtt(w, s),
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! TCP as the experiments in the source documents ran it: Linux-like CUBIC or
+//! NewReno senders with SACK loss recovery (RFC 6675), proportional rate reduction
+//! (RFC 6937) and RFC 6298 timers; receivers with delayed ACKs and SACK.
+//!
+//! Both ends are deterministic state machines without a clock: time comes in as an
+//! argument, packets go out through a `Vec`, and each end says when it next needs to
+//! run (`poll_at`), as in smoltcp and quinn-proto.
+
+pub mod cc;
+pub mod receiver;
+pub mod rtt;
+pub mod sender;
+
+use aqm::{Bytes, Duration};
+use serde::{Deserialize, Serialize};
+
+pub use cc::{CcKind, CubicParams};
+pub use receiver::TcpReceiver;
+pub use rtt::RtoStyle;
+pub use sender::TcpSender;
+
+/// TCP settings of a flow group. Defaults follow Linux where the seeds' experiments
+/// ran Linux TCP (Kuhn & Ros: the ns-2 TCP-Linux module, kernel 3.17).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpConfig {
+    /// Congestion control: "cubic" or "newreno".
+    pub cc: CcKind,
+    /// Payload bytes per segment (1460 B: 1500-byte packets with 40 bytes of headers).
+    pub mss: Bytes,
+    /// IPv4 + TCP header bytes added to every packet.
+    pub header: Bytes,
+    /// Initial window in segments (RFC 6928; Linux: 10).
+    pub initial_window: u32,
+    /// Selective acknowledgements (RFC 2018) and SACK-based recovery (RFC 6675). Off:
+    /// NewReno recovery (RFC 6582) on duplicate ACKs.
+    pub sack: bool,
+    /// Duplicate-ACK threshold (RFC 5681 / RFC 6675 DupThresh: 3).
+    pub dupthresh: u32,
+    /// Delayed ACKs (RFC 5681 §4.2, RFC 1122).
+    pub delayed_ack: bool,
+    /// ACK at least every this many full-sized segments (RFC 5681 §4.2: 2).
+    pub ack_every: u32,
+    /// Delayed-ACK timer (Linux TCP_DELACK_MIN: 40 ms; RFC 5681 allows up to 500 ms).
+    pub delack_timeout: Duration,
+    /// Segments ACKed immediately at connection start (Linux quick-ACK mode: 16).
+    pub quickack: u32,
+    /// Retransmission timeout formula: "linux" (default: SRTT + max(4 RTTVAR,
+    /// rto_min), as `__tcp_set_rto`) or "rfc6298" (max(SRTT + 4 RTTVAR, rto_min)).
+    pub rto_style: RtoStyle,
+    /// Initial RTO (RFC 6298 §2.1: 1 s).
+    pub rto_initial: Duration,
+    /// RTO lower bound (Linux TCP_RTO_MIN: 200 ms, in place of RFC 6298's 1 s).
+    pub rto_min: Duration,
+    /// RTO upper bound (Linux TCP_RTO_MAX: 120 s).
+    pub rto_max: Duration,
+    /// Open connections with a SYN / SYN-ACK exchange before data.
+    pub handshake: bool,
+    /// A fixed advertised receive window; absent, the window never limits the sender
+    /// (as with Dynamic Right-Sizing, Fisk & Feng 2001).
+    pub receive_window: Option<Bytes>,
+    pub cubic: CubicParams,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            cc: CcKind::Cubic,
+            mss: Bytes(1460),
+            header: Bytes(40),
+            initial_window: 10,
+            sack: true,
+            dupthresh: 3,
+            delayed_ack: true,
+            ack_every: 2,
+            delack_timeout: Duration::from_millis(40),
+            quickack: 16,
+            rto_style: RtoStyle::Linux,
+            rto_initial: Duration::from_secs(1),
+            rto_min: Duration::from_millis(200),
+            rto_max: Duration::from_secs(120),
+            handshake: false,
+            receive_window: None,
+            cubic: CubicParams::default(),
+        }
+    }
+}
+
+impl TcpConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.mss.0 == 0 || self.mss.0 > 65_000 {
+            return Err(format!("mss: must be between 1B and 65000B, got {}", self.mss));
+        }
+        if self.initial_window == 0 {
+            return Err("initial_window: must be at least 1 segment".into());
+        }
+        if self.dupthresh == 0 {
+            return Err("dupthresh: must be at least 1".into());
+        }
+        if self.ack_every == 0 {
+            return Err("ack_every: must be at least 1".into());
+        }
+        if self.rto_min.is_zero() || self.rto_min > self.rto_max {
+            return Err(format!("rto_min: must be positive and at most rto_max ({}), got {}", self.rto_max, self.rto_min));
+        }
+        if let Some(w) = self.receive_window {
+            if w.0 < self.mss.0 {
+                return Err(format!("receive_window: must hold at least one segment ({}), got {w}", self.mss));
+            }
+        }
+        let c = &self.cubic;
+        if !(c.beta > 0.0 && c.beta < 1.0) {
+            return Err(format!("cubic.beta: must be in (0, 1), got {}", c.beta));
+        }
+        if !(c.c > 0.0 && c.c.is_finite()) {
+            return Err(format!("cubic.c: must be positive, got {}", c.c));
+        }
+        Ok(())
+    }
+
+    pub fn packet_size(&self) -> u32 {
+        (self.mss.0 + self.header.0) as u32
+    }
+}

@@ -1,0 +1,681 @@
+//! The TCP sender: scoreboard, SACK loss recovery (Blanton, Allman, Wang, Jarvinen,
+//! Kojo & Nishida, RFC 6675), proportional rate reduction (Mathis, Dukkipati & Cheng,
+//! RFC 6937), retransmission timer (RFC 6298), NewReno recovery without SACK
+//! (RFC 6582), and the congestion controller's hooks.
+//!
+//! Sequence numbers count segments. The scoreboard keeps one entry per outstanding
+//! segment with Linux-like flags, and counters from which RFC 6675's `pipe` follows:
+//! `pipe = outstanding - sacked - lost + retransmitted` (Linux
+//! `tcp_packets_in_flight`).
+
+use std::collections::VecDeque;
+
+use aqm::{Duration, Time};
+
+use super::cc::{AckSample, AnyCc, CongestionControl, Window, INFINITE_SSTHRESH};
+use super::rtt::RttEstimator;
+use super::TcpConfig;
+use crate::packet::{Kind, Packet};
+
+const SACKED: u8 = 1;
+const LOST: u8 = 2;
+/// Retransmitted and not yet SACKed, acked, or declared lost again.
+const RETRANS: u8 = 4;
+const EVER_RETRANS: u8 = 8;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Seg {
+    sent_at: Time,
+    /// snd_nxt when this segment was last retransmitted.
+    retx_high: u64,
+    flags: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Not started.
+    Idle,
+    SynSent,
+    Established,
+    /// Every byte of a finite transfer acknowledged.
+    Done,
+}
+
+/// Linux's congestion states that matter here (`tcp_ca_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaState {
+    Open,
+    /// Fast recovery (RFC 6675 / RFC 6582), cwnd set by PRR.
+    Recovery,
+    /// After a retransmission timeout, until everything sent before it is acked.
+    Loss,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    pub segments_sent: u64,
+    pub retransmits: u64,
+    pub timeouts: u64,
+    pub recoveries: u64,
+    pub bytes_acked: u64,
+    pub syn_retransmits: u64,
+}
+
+pub struct TcpSender {
+    cfg: TcpConfig,
+    pub flow: u32,
+    pub state: State,
+    pub ca_state: CaState,
+    pub w: Window,
+    cc: AnyCc,
+    pub rtt: RttEstimator,
+    /// Oldest unacknowledged segment.
+    pub snd_una: u64,
+    /// Next new segment.
+    pub snd_nxt: u64,
+    /// Segments the application has handed over (u64::MAX for bulk).
+    app_segments: u64,
+    /// Payload of the last segment of a finite transfer.
+    last_payload: u32,
+    /// Receiver's advertised window, in segments.
+    rwnd_segments: u64,
+    board: VecDeque<Seg>,
+    sacked_out: u64,
+    lost_out: u64,
+    retrans_out: u64,
+    /// Lost, not retransmitted, not SACKed: waiting for NextSeg rule 1.
+    lost_pending: u64,
+    /// Non-SACK mode: duplicate ACKs counted as SACKed segments (Linux `tcp_add_reno_sack`).
+    reno_sacked: u64,
+    dupacks: u32,
+    highest_sacked: u64,
+    /// Segments below this have been examined by the IsLost rule.
+    lost_scan_from: u64,
+    /// Lowest segment that may need a retransmission.
+    retx_hint: u64,
+    /// Retransmissions in order (their retx_high is non-decreasing).
+    retx_queue: VecDeque<(u64, u64)>,
+    recovery_point: u64,
+    prr_delivered: u64,
+    prr_out: u64,
+    recover_fs: u64,
+    cwnd_limited: bool,
+    min_rtt: Option<Duration>,
+    last_rtt: Option<Duration>,
+    rto_deadline: Option<Time>,
+    syn_sent_at: Time,
+    pub started_at: Option<Time>,
+    pub finished_at: Option<Time>,
+    pub stats: SenderStats,
+}
+
+impl TcpSender {
+    pub fn new(flow: u32, cfg: &TcpConfig) -> TcpSender {
+        TcpSender {
+            flow,
+            state: State::Idle,
+            ca_state: CaState::Open,
+            w: Window { cwnd: cfg.initial_window as f64, ssthresh: INFINITE_SSTHRESH },
+            cc: AnyCc::new(cfg.cc, &cfg.cubic),
+            rtt: RttEstimator::new(cfg.rto_style, cfg.rto_initial, cfg.rto_min, cfg.rto_max),
+            snd_una: 0,
+            snd_nxt: 0,
+            app_segments: 0,
+            last_payload: cfg.mss.0 as u32,
+            rwnd_segments: cfg.receive_window.map_or(u64::MAX, |w| w.0 / cfg.mss.0),
+            board: VecDeque::new(),
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            lost_pending: 0,
+            reno_sacked: 0,
+            dupacks: 0,
+            highest_sacked: 0,
+            lost_scan_from: 0,
+            retx_hint: 0,
+            retx_queue: VecDeque::new(),
+            recovery_point: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            recover_fs: 0,
+            cwnd_limited: false,
+            min_rtt: None,
+            last_rtt: None,
+            rto_deadline: None,
+            syn_sent_at: Time::ZERO,
+            started_at: None,
+            finished_at: None,
+            stats: SenderStats::default(),
+            cfg: cfg.clone(),
+        }
+    }
+
+    /// Start the connection with `bytes` to send (`None`: unlimited, a bulk transfer).
+    pub fn start(&mut self, now: Time, bytes: Option<u64>, out: &mut Vec<Packet>) {
+        debug_assert_eq!(self.state, State::Idle);
+        self.started_at = Some(now);
+        match bytes {
+            None => self.app_segments = u64::MAX,
+            Some(b) => {
+                let mss = self.cfg.mss.0;
+                let b = b.max(1);
+                self.app_segments = b.div_ceil(mss);
+                self.last_payload = (b - (self.app_segments - 1) * mss) as u32;
+            }
+        }
+        if self.cfg.handshake {
+            self.state = State::SynSent;
+            self.send_syn(now, out);
+        } else {
+            self.state = State::Established;
+            self.transmit(now, out);
+        }
+    }
+
+    fn send_syn(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.syn_sent_at = now;
+        out.push(Packet::new(0, self.flow, Kind::Syn, self.cfg.header.0 as u32, now));
+        self.rto_deadline = Some(now + self.rtt.rto());
+    }
+
+    /// RFC 6675 `pipe`: segments believed to be in the network.
+    pub fn pipe(&self) -> u64 {
+        let out = self.snd_nxt - self.snd_una;
+        (out + self.retrans_out).saturating_sub(self.sacked_out + self.reno_sacked + self.lost_out)
+    }
+
+    pub fn outstanding(&self) -> u64 {
+        self.snd_nxt - self.snd_una
+    }
+
+    pub fn poll_at(&self) -> Option<Time> {
+        self.rto_deadline
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.min_rtt
+    }
+    pub fn last_rtt(&self) -> Option<Duration> {
+        self.last_rtt
+    }
+
+    fn seg(&self, seq: u64) -> &Seg {
+        &self.board[(seq - self.snd_una) as usize]
+    }
+    fn seg_mut(&mut self, seq: u64) -> &mut Seg {
+        let i = (seq - self.snd_una) as usize;
+        &mut self.board[i]
+    }
+
+    fn payload(&self, seq: u64) -> u32 {
+        if seq + 1 == self.app_segments { self.last_payload } else { self.cfg.mss.0 as u32 }
+    }
+
+    fn data_packet(&self, seq: u64, now: Time, retx: bool) -> Packet {
+        let payload = self.payload(seq);
+        let mut p = Packet::new(0, self.flow, Kind::Data, payload + self.cfg.header.0 as u32, now);
+        p.seq = seq;
+        p.payload = payload;
+        p.retx = retx;
+        p
+    }
+
+    fn cwnd_segments(&self) -> u64 {
+        (self.w.cwnd.floor() as u64).max(1)
+    }
+
+    /// Send what the windows allow: lost segments first (RFC 6675 NextSeg rule 1),
+    /// then new data (rule 2).
+    fn transmit(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.state != State::Established {
+            return;
+        }
+        loop {
+            if self.pipe() >= self.cwnd_segments() {
+                self.cwnd_limited = true;
+                break;
+            }
+            if self.lost_pending > 0 {
+                if let Some(seq) = self.next_lost() {
+                    self.retransmit(seq, now, out);
+                    continue;
+                }
+                debug_assert!(false, "lost_pending out of sync");
+                self.lost_pending = 0;
+            }
+            let window_end = self.snd_una.saturating_add(self.rwnd_segments);
+            if self.snd_nxt < self.app_segments && self.snd_nxt < window_end {
+                self.send_new(now, out);
+                continue;
+            }
+            self.cwnd_limited = false;
+            break;
+        }
+        if self.rto_deadline.is_none() && self.snd_nxt > self.snd_una {
+            // RFC 6298 §5.1: start the timer when data is sent and it is not running.
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+    }
+
+    fn next_lost(&mut self) -> Option<u64> {
+        let mut seq = self.retx_hint.max(self.snd_una);
+        while seq < self.snd_nxt {
+            let f = self.seg(seq).flags;
+            if f & LOST != 0 && f & (RETRANS | SACKED) == 0 {
+                self.retx_hint = seq;
+                return Some(seq);
+            }
+            seq += 1;
+        }
+        None
+    }
+
+    fn send_new(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let seq = self.snd_nxt;
+        self.board.push_back(Seg { sent_at: now, retx_high: 0, flags: 0 });
+        self.snd_nxt += 1;
+        self.stats.segments_sent += 1;
+        if self.ca_state == CaState::Recovery {
+            self.prr_out += 1;
+        }
+        out.push(self.data_packet(seq, now, false));
+    }
+
+    fn retransmit(&mut self, seq: u64, now: Time, out: &mut Vec<Packet>) {
+        let high = self.snd_nxt;
+        let s = self.seg_mut(seq);
+        s.flags |= RETRANS | EVER_RETRANS;
+        s.sent_at = now;
+        s.retx_high = high;
+        self.retrans_out += 1;
+        self.lost_pending -= 1;
+        self.retx_hint = seq + 1;
+        self.retx_queue.push_back((seq, high));
+        if seq == self.snd_una {
+            // Linux `tcp_xmit_retransmit_queue`: retransmitting the head restarts the
+            // timer, giving the retransmission a full RTO (RFC 6298 §5.1 would leave
+            // the running timer alone).
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+        self.stats.segments_sent += 1;
+        self.stats.retransmits += 1;
+        if self.ca_state == CaState::Recovery {
+            self.prr_out += 1;
+        }
+        out.push(self.data_packet(seq, now, true));
+    }
+
+    fn mark_lost(&mut self, seq: u64) {
+        let s = self.seg_mut(seq);
+        if s.flags & (LOST | SACKED) == 0 {
+            s.flags |= LOST;
+            let pending = s.flags & RETRANS == 0;
+            self.lost_out += 1;
+            if pending {
+                self.lost_pending += 1;
+                self.retx_hint = self.retx_hint.min(seq);
+            }
+        }
+    }
+
+    /// RFC 6675 §4 IsLost(): a segment is lost once DupThresh segments above it are
+    /// SACKed. Everything un-SACKed below the DupThresh-th highest SACKed segment is
+    /// therefore lost; segments below `lost_scan_from` have been marked already.
+    fn update_lost(&mut self) {
+        let floor = self.lost_scan_from.max(self.snd_una);
+        if self.sacked_out < self.cfg.dupthresh as u64 || self.highest_sacked <= floor {
+            return;
+        }
+        let mut count = 0;
+        let mut s = self.highest_sacked;
+        while s > floor {
+            s -= 1;
+            if self.seg(s).flags & SACKED != 0 {
+                count += 1;
+                if count == self.cfg.dupthresh {
+                    break;
+                }
+            }
+        }
+        if count < self.cfg.dupthresh {
+            return;
+        }
+        for q in floor..s {
+            self.mark_lost(q);
+        }
+        self.lost_scan_from = s;
+    }
+
+    /// A retransmission is lost again once DupThresh segments sent after it are SACKed
+    /// (as Linux's `tcp_mark_lost_retrans` in the kernels the seeds used, and RACK).
+    fn detect_lost_retransmissions(&mut self) {
+        while let Some(&(seq, high)) = self.retx_queue.front() {
+            if seq < self.snd_una || self.seg(seq).flags & RETRANS == 0 {
+                self.retx_queue.pop_front();
+                continue;
+            }
+            if self.highest_sacked < high + self.cfg.dupthresh as u64 {
+                break;
+            }
+            self.retx_queue.pop_front();
+            let s = self.seg_mut(seq);
+            s.flags &= !RETRANS;
+            self.retrans_out -= 1;
+            // still LOST: eligible for NextSeg rule 1 again
+            self.lost_pending += 1;
+            self.retx_hint = self.retx_hint.min(seq);
+        }
+    }
+
+    fn enter_recovery(&mut self, now: Time) {
+        // RFC 6675 §5 (4.1)-(4.2): RecoveryPoint = HighData; ssthresh from the
+        // congestion controller; RFC 6937: RecoverFS = FlightSize.
+        self.w.ssthresh = self.cc.on_congestion(&self.w, now);
+        self.recovery_point = self.snd_nxt;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.recover_fs = self.outstanding().max(1);
+        self.ca_state = CaState::Recovery;
+        self.stats.recoveries += 1;
+    }
+
+    /// RFC 6937 §3: proportional rate reduction with slow-start reduction bound.
+    fn prr(&mut self, delivered: u64) {
+        self.prr_delivered += delivered;
+        let pipe = self.pipe() as f64;
+        let ssthresh = self.w.ssthresh;
+        let sndcnt = if pipe > ssthresh {
+            ((self.prr_delivered as f64 * ssthresh / self.recover_fs as f64).ceil() - self.prr_out as f64).max(0.0)
+        } else {
+            let limit = (self.prr_delivered.saturating_sub(self.prr_out)).max(delivered) as f64 + 1.0;
+            (ssthresh - pipe).min(limit).max(0.0)
+        };
+        // Linux: always allow the fast retransmit on entering recovery.
+        let sndcnt = if self.prr_out == 0 { sndcnt.max(1.0) } else { sndcnt };
+        self.w.cwnd = pipe + sndcnt.floor();
+    }
+
+    /// An ACK or SYN-ACK for this connection.
+    pub fn on_packet(&mut self, p: &Packet, now: Time, out: &mut Vec<Packet>) {
+        match (self.state, p.kind) {
+            (State::SynSent, Kind::SynAck) => {
+                if self.stats.syn_retransmits == 0 {
+                    self.rtt.sample(now - self.syn_sent_at);
+                    self.note_rtt(now - self.syn_sent_at);
+                } else {
+                    // RFC 6298 §5.7
+                    self.rtt.at_least(Duration::from_secs(3));
+                }
+                self.rto_deadline = None;
+                self.state = State::Established;
+                self.transmit(now, out);
+            }
+            (State::Established, Kind::Ack) => self.on_ack(p, now, out),
+            _ => {}
+        }
+    }
+
+    fn note_rtt(&mut self, r: Duration) {
+        self.last_rtt = Some(r);
+        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+    }
+
+    fn on_ack(&mut self, a: &Packet, now: Time, out: &mut Vec<Packet>) {
+        let ack = a.seq.min(self.snd_nxt);
+        let prior_una = self.snd_una;
+        let prior_rwnd = self.rwnd_segments;
+        if self.cfg.receive_window.is_none() {
+            self.rwnd_segments = a.rwnd / self.cfg.mss.0;
+        } else {
+            self.rwnd_segments = (a.rwnd / self.cfg.mss.0).min(self.cfg.receive_window.unwrap().0 / self.cfg.mss.0);
+        }
+
+        // 1. SACK blocks (RFC 2018 / RFC 6675 §4 Update()).
+        let mut newly_sacked = 0u64;
+        let mut sack_first_sent: Option<Time> = None;
+        let mut newest_sent: Option<Time> = None;
+        if self.cfg.sack {
+            for (start, end) in a.sack.iter(a.seq) {
+                let lo = start.max(self.snd_una).max(ack);
+                let hi = end.min(self.snd_nxt);
+                for seq in lo..hi {
+                    let s = *self.seg(seq);
+                    if s.flags & SACKED != 0 {
+                        continue;
+                    }
+                    if s.flags & LOST != 0 {
+                        self.lost_out -= 1;
+                        if s.flags & RETRANS == 0 {
+                            self.lost_pending -= 1;
+                        }
+                    }
+                    if s.flags & RETRANS != 0 {
+                        self.retrans_out -= 1;
+                    }
+                    if s.flags & EVER_RETRANS == 0 {
+                        sack_first_sent = Some(sack_first_sent.map_or(s.sent_at, |t: Time| t.min(s.sent_at)));
+                        newest_sent = Some(newest_sent.map_or(s.sent_at, |t: Time| t.max(s.sent_at)));
+                    }
+                    self.seg_mut(seq).flags = (s.flags | SACKED) & !(LOST | RETRANS);
+                    self.sacked_out += 1;
+                    newly_sacked += 1;
+                    self.highest_sacked = self.highest_sacked.max(seq + 1);
+                }
+            }
+        }
+
+        // 2. Cumulative ACK.
+        let mut newly_acked_unsacked = 0u64;
+        let mut first_sent: Option<Time> = None;
+        let mut retrans_acked = false;
+        if ack > self.snd_una {
+            for seq in self.snd_una..ack {
+                let s = self.board.pop_front().expect("scoreboard entry");
+                if s.flags & SACKED != 0 {
+                    self.sacked_out -= 1;
+                } else {
+                    newly_acked_unsacked += 1;
+                }
+                if s.flags & LOST != 0 {
+                    self.lost_out -= 1;
+                    if s.flags & RETRANS == 0 {
+                        self.lost_pending -= 1;
+                    }
+                }
+                if s.flags & RETRANS != 0 {
+                    self.retrans_out -= 1;
+                }
+                if s.flags & EVER_RETRANS != 0 {
+                    retrans_acked = true;
+                } else if s.flags & SACKED == 0 {
+                    first_sent.get_or_insert(s.sent_at);
+                    newest_sent = Some(newest_sent.map_or(s.sent_at, |t: Time| t.max(s.sent_at)));
+                }
+                self.stats.bytes_acked += self.payload(seq) as u64;
+            }
+            let newly = ack - self.snd_una;
+            self.snd_una = ack;
+            self.reno_sacked = self.reno_sacked.saturating_sub(newly);
+            self.dupacks = 0;
+        }
+        let newly_acked = self.snd_una - prior_una;
+        // RFC 6937 DeliveredData, in segments.
+        let mut delivered = newly_acked_unsacked + newly_sacked;
+
+        // 3. RTT (RFC 6298 §3 with Karn's rule: no sample from retransmitted data).
+        let seq_rtt = match first_sent {
+            Some(t) if !retrans_acked => Some(now - t),
+            _ => sack_first_sent.map(|t| now - t),
+        };
+        if let Some(r) = seq_rtt {
+            self.rtt.sample(r);
+        }
+        let ca_rtt = newest_sent.map(|t| now - t);
+        if let Some(r) = ca_rtt {
+            self.note_rtt(r);
+        }
+
+        // 4. Loss detection.
+        if self.cfg.sack {
+            self.update_lost();
+            if self.retrans_out > 0 {
+                self.detect_lost_retransmissions();
+            }
+        } else if newly_acked == 0 && ack == prior_una && self.outstanding() > 0 && self.rwnd_segments == prior_rwnd {
+            // Non-SACK: a duplicate ACK (RFC 5681 §2) counts as one segment delivered.
+            self.dupacks += 1;
+            if self.reno_sacked + 1 < self.outstanding() {
+                self.reno_sacked += 1;
+                delivered += 1;
+            }
+            if self.dupacks == self.cfg.dupthresh && self.ca_state == CaState::Open {
+                self.mark_lost(self.snd_una);
+            }
+        }
+        if !self.cfg.sack && self.ca_state == CaState::Recovery && newly_acked > 0 && self.snd_una < self.recovery_point {
+            // RFC 6582 §3.2 (5): a partial ACK retransmits the next unacknowledged segment.
+            self.mark_lost(self.snd_una);
+        }
+
+        // 5. Congestion state.
+        let sample = AckSample {
+            now,
+            acked: delivered as u32,
+            rtt: ca_rtt,
+            min_rtt: self.min_rtt,
+            cwnd_limited: self.cwnd_limited,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+        };
+        self.cc.on_rtt(&mut self.w, &sample);
+        match self.ca_state {
+            CaState::Open => {
+                if self.lost_out > 0 {
+                    self.enter_recovery(now);
+                    self.prr(delivered);
+                } else if delivered > 0 {
+                    self.cc.on_ack(&mut self.w, &sample);
+                }
+            }
+            CaState::Recovery => {
+                if self.snd_una >= self.recovery_point {
+                    // RFC 6937: on exit, cwnd = ssthresh.
+                    self.w.cwnd = self.w.ssthresh;
+                    self.ca_state = CaState::Open;
+                    self.lost_scan_from = self.lost_scan_from.max(self.snd_una);
+                } else {
+                    self.prr(delivered);
+                }
+            }
+            CaState::Loss => {
+                if self.snd_una >= self.recovery_point {
+                    self.ca_state = CaState::Open;
+                }
+                if delivered > 0 {
+                    self.cc.on_ack(&mut self.w, &sample);
+                }
+            }
+        }
+
+        // 6. Timer (RFC 6298 §5.2-5.3).
+        if self.snd_una == self.snd_nxt {
+            self.rto_deadline = None;
+        } else if newly_acked > 0 {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+
+        if self.snd_una >= self.app_segments {
+            self.state = State::Done;
+            self.finished_at = Some(now);
+            self.rto_deadline = None;
+            return;
+        }
+        self.transmit(now, out);
+    }
+
+    /// Run the retransmission timer if it is due.
+    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        match self.rto_deadline {
+            Some(d) if d <= now => {}
+            _ => return,
+        }
+        match self.state {
+            State::SynSent => {
+                self.stats.syn_retransmits += 1;
+                self.rtt.back_off();
+                self.send_syn(now, out);
+            }
+            State::Established => self.on_rto(now, out),
+            _ => self.rto_deadline = None,
+        }
+    }
+
+    /// RFC 6298 §5.4-5.6 and RFC 5681 §3.1 (Linux `tcp_enter_loss`): reduce ssthresh
+    /// once per episode, collapse cwnd to one segment, consider every un-SACKed
+    /// outstanding segment lost, back the timer off.
+    fn on_rto(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.stats.timeouts += 1;
+        if self.ca_state == CaState::Open {
+            self.w.ssthresh = self.cc.on_congestion(&self.w, now);
+        }
+        self.cc.on_timeout(&self.w, now);
+        self.w.cwnd = 1.0;
+        self.retrans_out = 0;
+        self.lost_out = 0;
+        self.lost_pending = 0;
+        for s in self.board.iter_mut() {
+            s.flags &= !RETRANS;
+            if s.flags & SACKED == 0 {
+                s.flags |= LOST;
+                self.lost_out += 1;
+                self.lost_pending += 1;
+            }
+        }
+        self.retx_queue.clear();
+        self.retx_hint = self.snd_una;
+        self.lost_scan_from = self.snd_nxt;
+        self.reno_sacked = 0;
+        self.dupacks = 0;
+        self.ca_state = CaState::Loss;
+        self.recovery_point = self.snd_nxt;
+        self.rtt.back_off();
+        self.rto_deadline = Some(now + self.rtt.rto());
+        self.transmit(now, out);
+    }
+
+    /// Internal consistency of the scoreboard counters (for tests).
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let (mut sacked, mut lost, mut retrans, mut pending) = (0, 0, 0, 0);
+        for s in &self.board {
+            if s.flags & SACKED != 0 {
+                sacked += 1;
+                if s.flags & (LOST | RETRANS) != 0 {
+                    return Err("SACKed segment flagged lost or in retransmission".into());
+                }
+            }
+            if s.flags & LOST != 0 {
+                lost += 1;
+                if s.flags & RETRANS == 0 {
+                    pending += 1;
+                }
+            }
+            if s.flags & RETRANS != 0 {
+                retrans += 1;
+            }
+        }
+        if self.board.len() as u64 != self.outstanding() {
+            return Err(format!("board {} vs outstanding {}", self.board.len(), self.outstanding()));
+        }
+        if (sacked, lost, retrans, pending) != (self.sacked_out, self.lost_out, self.retrans_out, self.lost_pending) {
+            return Err(format!(
+                "counters (sacked, lost, retrans, pending) = ({}, {}, {}, {}) but board says ({sacked}, {lost}, {retrans}, {pending})",
+                self.sacked_out, self.lost_out, self.retrans_out, self.lost_pending
+            ));
+        }
+        Ok(())
+    }
+}
