@@ -1,0 +1,157 @@
+//! `aqmlab._core`: the bindings. Data crosses once: the scenario goes in as text,
+//! the whole run happens in Rust without the GIL, and the records come out as NumPy
+//! arrays that take over the Rust vectors without copying.
+
+use numpy::PyArray1;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use aqmsim::record::RunOutput;
+use aqmsim::{Scenario, SimError};
+
+pyo3::create_exception!(_core, ScenarioError, PyValueError, "A scenario that cannot run: the message names the field and the value.");
+pyo3::create_exception!(_core, SimulationError, PyRuntimeError, "A simulation that broke an invariant (packet conservation): a bug.");
+
+fn parse(text: &str, format: &str, overrides: &[String], seed: Option<u64>) -> PyResult<Scenario> {
+    let sc = match format {
+        "toml" => Scenario::from_toml(text, overrides),
+        "json" => Scenario::from_json(text, overrides),
+        other => return Err(PyValueError::new_err(format!("format must be \"toml\" or \"json\", got \"{other}\""))),
+    };
+    let mut sc = sc.map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    if let Some(s) = seed {
+        sc.seed = s;
+    }
+    Ok(sc)
+}
+
+/// Validate a scenario and return it with every default filled in, as JSON.
+#[pyfunction]
+#[pyo3(signature = (text, format = "toml", overrides = Vec::new(), seed = None))]
+fn resolve_scenario(text: &str, format: &str, overrides: Vec<String>, seed: Option<u64>) -> PyResult<String> {
+    Ok(parse(text, format, &overrides, seed)?.to_json())
+}
+
+macro_rules! columns {
+    ($py:expr, $src:expr, [$($c:ident),* $(,)?]) => {{
+        let d = PyDict::new($py);
+        $( d.set_item(stringify!($c), PyArray1::from_vec($py, $src.$c))?; )*
+        d
+    }};
+}
+
+fn to_python<'py>(py: Python<'py>, o: RunOutput) -> PyResult<Bound<'py, PyDict>> {
+    let scenario: serde_json::Value = serde_json::from_str(&o.scenario_json).expect("scenario JSON");
+    let meta = serde_json::json!({
+        "scenario": scenario,
+        "seed": o.seed,
+        "sim_seconds": o.sim_ns as f64 * 1e-9,
+        "wall_seconds": o.wall_seconds,
+        "events": o.events,
+        "links": o.links,
+        "logged_links": o.logged_links,
+        "groups": o.groups,
+        "conservation": o.conservation,
+        "version": env!("CARGO_PKG_VERSION"),
+    });
+    let d = PyDict::new(py);
+    d.set_item("meta", meta.to_string())?;
+    let p = o.packets;
+    d.set_item("packets", columns!(py, p, [time_ns, link, flow, uid, kind, size, event, cause, sojourn_ns, backlog_bytes, aqm_delay_ns]))?;
+    let l = o.link_series;
+    d.set_item(
+        "link_series",
+        columns!(py, l, [time_ns, link, capacity_bps, busy_ns, tx_bytes, tx_packets, arrivals, drops_overflow, drops_random, drops_deterministic, marks, backlog_bytes, backlog_packets, drop_prob, aqm_delay_ns]),
+    )?;
+    let f = o.flow_series;
+    d.set_item(
+        "flow_series",
+        columns!(py, f, [time_ns, flow, cwnd, ssthresh, srtt_ns, rtt_ns, rto_ns, in_flight, delivered_bytes, snd_una, retransmits, ca_state]),
+    )?;
+    let t = o.flows;
+    d.set_item(
+        "flows",
+        columns!(py, t, [flow, group, start_ns, end_ns, bytes_delivered, segments_sent, retransmits, timeouts, recoveries, drops, ack_drops, marks, min_rtt_ns, srtt_ns, base_rtt_ns]),
+    )?;
+    Ok(d)
+}
+
+/// Run a scenario. `progress(fraction)` is called about every 1 % of simulated time.
+/// Returns a dict: `meta` (JSON text) and column dicts `packets`, `link_series`,
+/// `flow_series`, `flows`.
+#[pyfunction]
+#[pyo3(signature = (text, format = "toml", overrides = Vec::new(), seed = None, progress = None))]
+fn run<'py>(py: Python<'py>, text: &str, format: &str, overrides: Vec<String>, seed: Option<u64>, progress: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+    let sc = parse(text, format, &overrides, seed)?;
+    let mut py_err: Option<PyErr> = None;
+    let result = py.detach(|| {
+        let mut cb = |frac: f64| -> bool {
+            Python::attach(|py| {
+                if let Err(e) = py.check_signals() {
+                    py_err = Some(e);
+                    return false;
+                }
+                if let Some(p) = &progress {
+                    if let Err(e) = p.call1(py, (frac,)) {
+                        py_err = Some(e);
+                        return false;
+                    }
+                }
+                true
+            })
+        };
+        aqmsim::run(&sc, &mut cb)
+    });
+    match result {
+        Ok(o) => to_python(py, o),
+        Err(SimError::Interrupted) => Err(py_err.unwrap_or_else(|| PyKeyboardInterrupt::new_err("interrupted"))),
+        Err(SimError::Scenario(e)) => Err(ScenarioError::new_err(e.to_string())),
+        Err(e @ SimError::Conservation(_)) => Err(SimulationError::new_err(e.to_string())),
+    }
+}
+
+/// The built-in scenarios as (name, TOML text) pairs; the first is the default.
+#[pyfunction]
+fn builtin_scenarios() -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = aqmsim::builtin::SCENARIOS.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
+    v.sort_by_key(|(n, _)| n != aqmsim::builtin::DEFAULT);
+    v
+}
+
+/// The AQMs with their parameters: JSON list of {kind, title, source, params: [{name, default, doc}]}.
+#[pyfunction]
+fn aqm_catalog() -> String {
+    let kinds: Vec<serde_json::Value> = aqm::AqmSpec::KINDS
+        .iter()
+        .map(|k| {
+            let defaults = serde_json::to_value(aqm::AqmSpec::default_for(k.kind).unwrap()).unwrap();
+            let params: Vec<serde_json::Value> = k
+                .params
+                .iter()
+                .map(|(name, doc)| serde_json::json!({"name": name, "default": defaults[*name], "doc": doc}))
+                .collect();
+            serde_json::json!({"kind": k.kind, "title": k.title, "source": k.source, "params": params})
+        })
+        .collect();
+    serde_json::Value::Array(kinds).to_string()
+}
+
+/// The traffic kinds and TCP settings with their defaults, as JSON.
+#[pyfunction]
+fn traffic_catalog() -> String {
+    let tcp = serde_json::to_value(aqmsim::tcp::TcpConfig::default()).unwrap();
+    serde_json::json!({"kinds": aqmsim::scenario::TrafficSpec::KINDS, "tcp": tcp}).to_string()
+}
+
+#[pymodule]
+mod _core {
+    #[pymodule_export]
+    use super::{aqm_catalog, builtin_scenarios, resolve_scenario, run, traffic_catalog, ScenarioError, SimulationError};
+
+    #[pymodule_init]
+    fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
+        use pyo3::types::PyModuleMethods;
+        m.add("__version__", env!("CARGO_PKG_VERSION"))
+    }
+}

@@ -116,8 +116,9 @@ pub struct FlowTable {
     pub retransmits: Vec<u64>,
     pub timeouts: Vec<u64>,
     pub recoveries: Vec<u64>,
-    /// Packets of this flow dropped anywhere, and CE marks.
+    /// Forward packets of this flow dropped anywhere; its ACKs dropped; CE marks.
     pub drops: Vec<u64>,
+    pub ack_drops: Vec<u64>,
     pub marks: Vec<u64>,
     pub min_rtt_ns: Vec<i64>,
     pub srtt_ns: Vec<i64>,

@@ -77,7 +77,9 @@ struct Flow {
     start: Time,
     /// Time of the pending timer event, if one is scheduled.
     timer_at: Option<Time>,
+    /// Forward packets (data, SYN, datagrams) dropped anywhere, and ACKs dropped.
     drops: u64,
+    ack_drops: u64,
     marks: u64,
     kind: FlowKind,
 }
@@ -163,7 +165,7 @@ impl Sim {
                 let kind = match &g.traffic {
                     TrafficSpec::Bulk(bs) => FlowKind::Tcp(Box::new(TcpFlow { snd: TcpSender::new(id, &bs.tcp), rcv: TcpReceiver::new(id, &bs.tcp) })),
                 };
-                flows.push(Flow { group: gi as u16, start, timer_at: None, drops: 0, marks: 0, kind });
+                flows.push(Flow { group: gi as u16, start, timer_at: None, drops: 0, ack_drops: 0, marks: 0, kind });
             }
         }
         let mut logged_links = Vec::new();
@@ -296,7 +298,12 @@ impl Sim {
         let d_est = probe_delay(&l.qdisc);
         for d in self.drops.drain(..) {
             self.cons.dropped += 1;
-            self.flows[d.pkt.flow as usize].drops += 1;
+            let f = &mut self.flows[d.pkt.flow as usize];
+            if d.pkt.kind.is_forward() {
+                f.drops += 1;
+            } else {
+                f.ack_drops += 1;
+            }
             if let Some(log) = l.log {
                 let soj = d.sojourn.map_or(-1, |s| s.as_nanos() as i64);
                 self.rec_packets.push(now, log, d.pkt.flow, d.pkt.uid, d.pkt.kind as u8, d.pkt.size, EV_DROP, d.cause as u8 + 1, soj, backlog, d_est);
@@ -634,6 +641,7 @@ impl Sim {
             ft.timeouts.push(t.snd.stats.timeouts);
             ft.recoveries.push(t.snd.stats.recoveries);
             ft.drops.push(f.drops);
+            ft.ack_drops.push(f.ack_drops);
             ft.marks.push(f.marks);
             ft.min_rtt_ns.push(t.snd.min_rtt().map_or(-1, |d| d.as_nanos() as i64));
             ft.srtt_ns.push(t.snd.rtt.srtt().map_or(-1, |d| d.as_nanos() as i64));

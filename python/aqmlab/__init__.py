@@ -1,0 +1,81 @@
+"""aqmlab: a lab for active queue management.
+
+    >>> import aqmlab
+    >>> r = aqmlab.run("madpie-proof", seed=1, overrides={"bottleneck.delay": "48ms"})
+    >>> r.summary["bottleneck"]["queue_delay_ms"]["p50"]
+    >>> r.packets.to_pandas()          # one row per packet event at the bottleneck
+    >>> r.write("runs/pie-rtt100")     # summary.json, *.parquet, report.html
+
+Scenarios are TOML files, built-in names (``aqmlab.scenarios()``), or dicts with the
+same structure. The schema lives in the Rust core; see docs/scenario.md.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Iterable, Mapping, Optional, Union
+
+from . import _core
+from ._core import ScenarioError, SimulationError
+from .results import RunResult
+from .scenario import ScenarioLike, builtin_names, resolve, source
+
+__version__ = _core.__version__
+
+__all__ = [
+    "run",
+    "resolve",
+    "scenarios",
+    "aqms",
+    "RunResult",
+    "ScenarioError",
+    "SimulationError",
+    "__version__",
+]
+
+Overrides = Union[Iterable[str], Mapping[str, Any], None]
+
+
+def _override_list(overrides: Overrides) -> list[str]:
+    if overrides is None:
+        return []
+    if isinstance(overrides, Mapping):
+        out = []
+        for k, v in overrides.items():
+            if isinstance(v, bool):
+                lit = "true" if v else "false"
+            elif isinstance(v, (int, float)):
+                lit = repr(v)
+            else:
+                lit = json.dumps(v)
+            out.append(f"{k}={lit}")
+        return out
+    return list(overrides)
+
+
+def run(
+    scenario: ScenarioLike = None,
+    *,
+    seed: Optional[int] = None,
+    overrides: Overrides = None,
+    progress: Optional[Callable[[float], object]] = None,
+) -> RunResult:
+    """Run a scenario (a path, a built-in name, a dict, or None for the default).
+
+    `overrides` sets fields by dotted path, as ``aqmlab run --set`` does: a dict
+    ``{"bottleneck.aqm.kind": "droptail"}`` or strings ``["flows.0.count=20"]``.
+    Raises ScenarioError (a ValueError) for bad input, naming the field and value.
+    """
+    src = source(scenario)
+    raw = _core.run(src.text, src.format, _override_list(overrides), seed, progress)
+    return RunResult(raw)
+
+
+def scenarios() -> list[str]:
+    """Names of the built-in scenarios; the first is the default."""
+    return builtin_names()
+
+
+def aqms() -> list[dict[str, Any]]:
+    """Every AQM with its parameters, defaults and sources."""
+    return json.loads(_core.aqm_catalog())

@@ -1,0 +1,25 @@
+"""Type stubs for aqmlab's Rust extension."""
+
+from typing import Callable, Optional
+
+import numpy as np
+
+__version__: str
+
+class ScenarioError(ValueError):
+    """A scenario that cannot run; the message names the field and the value."""
+
+class SimulationError(RuntimeError):
+    """A run that broke an invariant such as packet conservation (a bug)."""
+
+def resolve_scenario(text: str, format: str = "toml", overrides: list[str] = ..., seed: Optional[int] = None) -> str: ...
+def run(
+    text: str,
+    format: str = "toml",
+    overrides: list[str] = ...,
+    seed: Optional[int] = None,
+    progress: Optional[Callable[[float], object]] = None,
+) -> dict[str, object]: ...
+def builtin_scenarios() -> list[tuple[str, str]]: ...
+def aqm_catalog() -> str: ...
+def traffic_catalog() -> str: ...

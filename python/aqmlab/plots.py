@@ -1,0 +1,232 @@
+"""Figures of a run, in the styles of the source papers: CDFs of queueing delay and
+utilization (Kuhn & Ros, MADPIE Fig. 2), queueing delay over time (Fig. 3), shares
+of drop causes against the queueing delay at the drop (Fig. 4), per-flow goodput
+and congestion windows. Every figure stands on its own: axes with units, a legend,
+a title naming the scenario."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .results import RunResult
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+STYLE = {
+    "figure.figsize": (6.4, 4.0),
+    "figure.dpi": 100,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+    "savefig.bbox": "tight",
+}
+
+CAUSE_COLORS = {"overflow": "#7f7f7f", "random": "#1f77b4", "deterministic": "#d62728"}
+
+
+def ecdf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    x = np.sort(np.asarray(x, dtype=float))
+    x = x[~np.isnan(x)]
+    return x, np.arange(1, len(x) + 1) / max(len(x), 1)
+
+
+def _title(r: "RunResult", what: str) -> str:
+    sc = r.scenario
+    return f"{what} — {sc['name']} ({r.meta['links'][0]['aqm']}, seed {r.meta['seed']})"
+
+
+def _save(fig: "plt.Figure", out: Path, name: str) -> list[str]:
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for ext in ("png", "svg"):
+        p = out / f"{name}.{ext}"
+        fig.savefig(p, dpi=150 if ext == "png" else None)
+        files.append(p.name)
+    plt.close(fig)
+    return files
+
+
+def _dequeues(r: "RunResult") -> dict[str, np.ndarray] | None:
+    pk = r.raw["packets"]
+    if "bottleneck" not in r.meta["logged_links"]:
+        return None
+    li = r.meta["logged_links"].index("bottleneck")
+    sel = (pk["link"] == li) & (pk["event"] == 1)
+    return {"t": pk["time_ns"][sel] / 1e9, "d": pk["sojourn_ns"][sel] / 1e6, "flow": pk["flow"][sel]}
+
+
+def queue_delay_cdf(r: "RunResult", out: Path) -> list[str]:
+    dq = _dequeues(r)
+    if dq is None:
+        return []
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        x, y = ecdf(dq["d"])
+        ax.plot(x, y, lw=1.8, color="black", label="all packets")
+        groups = r.flow_class[dq["flow"]] if len(dq["flow"]) else np.array([])
+        if len(r.class_names) > 1:
+            for gi, name in enumerate(r.class_names):
+                x, y = ecdf(dq["d"][groups == gi])
+                if len(x):
+                    ax.plot(x, y, lw=1.0, label=name)
+        for p in (50, 90):
+            v = np.percentile(dq["d"], p) if len(dq["d"]) else np.nan
+            ax.axhline(p / 100, color="grey", lw=0.6, ls=":")
+            ax.annotate(f"p{p} = {v:.1f} ms", (v, p / 100), xytext=(5, -12), textcoords="offset points", fontsize=8)
+        ax.set_xlabel("queueing delay at the bottleneck (ms)")
+        ax.set_ylabel("CDF (fraction of packets)")
+        ax.set_ylim(0, 1.01)
+        ax.set_xlim(left=0)
+        ax.legend(loc="lower right")
+        ax.set_title(_title(r, "Queueing delay"))
+        return _save(fig, out, "queue_delay_cdf")
+
+
+def queue_delay_time(r: "RunResult", out: Path) -> list[str]:
+    dq = _dequeues(r)
+    ls = r.raw["link_series"]
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(9, 4))
+        if dq is not None and len(dq["t"]):
+            step = max(1, len(dq["t"]) // 60000)
+            ax.scatter(dq["t"][::step], dq["d"][::step], s=1, color="#1f77b4", alpha=0.4, rasterized=True, label="per-packet sojourn")
+        sel = ls["link"] == 0
+        est = ls["aqm_delay_ns"][sel]
+        if np.any(est >= 0):
+            ax.plot(ls["time_ns"][sel] / 1e9, np.where(est >= 0, est / 1e6, np.nan), color="black", lw=0.8, label="AQM delay estimate")
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("queueing delay (ms)")
+        ax.set_xlim(0, r.meta["sim_seconds"])
+        ax.set_ylim(bottom=0)
+        prob = ls["drop_prob"][sel]
+        if np.any(~np.isnan(prob)):
+            ax2 = ax.twinx()
+            ax2.plot(ls["time_ns"][sel] / 1e9, prob, color="#d62728", lw=0.7, alpha=0.8, label="drop probability")
+            ax2.set_ylabel("drop probability", color="#d62728")
+            ax2.set_ylim(0, max(0.05, float(np.nanmax(prob)) * 1.1))
+            ax2.grid(False)
+            ax2.spines["right"].set_visible(True)
+            h1, l1 = ax.get_legend_handles_labels()
+            h2, l2 = ax2.get_legend_handles_labels()
+            ax.legend(h1 + h2, l1 + l2, loc="upper right", markerscale=6)
+        else:
+            ax.legend(loc="upper right", markerscale=6)
+        ax.set_title(_title(r, "Queueing delay over time"))
+        return _save(fig, out, "queue_delay_time")
+
+
+def utilization_cdf(r: "RunResult", out: Path) -> list[str]:
+    from . import metrics
+
+    sc = r.scenario
+    u = metrics.utilization_samples(
+        r.raw["link_series"], 0, metrics._ns(sc["record"]["interval"]), metrics._ns(sc["metrics"]["utilization_interval"]), metrics._ns(sc["metrics"]["warmup"])
+    )
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        x, y = ecdf(u)
+        ax.step(x, y, where="post", color="black", lw=1.5, label=f"{sc['metrics']['utilization_interval']} samples, mean {np.mean(u):.3f}" if len(u) else "no samples")
+        ax.set_xlabel("bottleneck utilization")
+        ax.set_ylabel("CDF (fraction of intervals)")
+        ax.set_xlim(0, 1.02)
+        ax.set_ylim(0, 1.01)
+        ax.legend(loc="upper left")
+        ax.set_title(_title(r, "Utilization"))
+        return _save(fig, out, "utilization_cdf")
+
+
+def goodput(r: "RunResult", out: Path) -> list[str]:
+    f = r.flows.to_pandas()
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for gi, name in enumerate(r.class_names):
+            sub = f[f["class"] == name]
+            ax.bar(sub["flow"], sub["goodput_mbps"], color=colors[gi % len(colors)], label=f"{name} (Jain {r.summary['classes'][name]['jain_index'] or float('nan'):.3f})")
+        ax.set_xlabel("flow")
+        ax.set_ylabel("goodput (Mbps)")
+        ax.legend(loc="upper right")
+        ax.set_title(_title(r, "Per-flow goodput"))
+        return _save(fig, out, "goodput")
+
+
+def cwnd(r: "RunResult", out: Path, max_flows: int = 10) -> list[str]:
+    fs = r.raw["flow_series"]
+    if not len(fs["time_ns"]):
+        return []
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(2, 1, figsize=(9, 5.5), sharex=True)
+        for f in np.unique(fs["flow"])[:max_flows]:
+            s = fs["flow"] == f
+            t = fs["time_ns"][s] / 1e9
+            axes[0].plot(t, fs["cwnd"][s], lw=0.7, label=f"flow {f}")
+            srtt = fs["srtt_ns"][s]
+            axes[1].plot(t, np.where(srtt >= 0, srtt / 1e6, np.nan), lw=0.7)
+        axes[0].set_ylabel("cwnd (segments)")
+        axes[1].set_ylabel("smoothed RTT (ms)")
+        axes[1].set_xlabel("time (s)")
+        axes[0].legend(loc="upper right", ncol=5)
+        axes[0].set_title(_title(r, "Congestion windows and RTTs"))
+        return _save(fig, out, "cwnd_rtt")
+
+
+def drop_causes(r: "RunResult", out: Path) -> list[str]:
+    """Kuhn & Ros Fig. 4: the share r_x of each drop cause, and the distribution of the
+    queueing delay (backlog / link rate) when drops of that cause happened."""
+    pk = r.raw["packets"]
+    if "bottleneck" not in r.meta["logged_links"]:
+        return []
+    li = r.meta["logged_links"].index("bottleneck")
+    sel = (pk["link"] == li) & (pk["event"] == 2)
+    if not sel.any():
+        return []
+    rate = r.meta["links"][0]["rate_bps"]
+    delay = pk["backlog_bytes"][sel] * 8 / rate * 1e3
+    cause = pk["cause"][sel]
+    n = len(cause)
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        for code, name in ((1, "overflow"), (2, "random"), (3, "deterministic")):
+            d = delay[cause == code]
+            if len(d):
+                x, y = ecdf(d)
+                p5, p50, p95 = np.percentile(d, [5, 50, 95])
+                ax.plot(x, y, color=CAUSE_COLORS[name], lw=1.5, label=f"{name}: r = {len(d) / n:.2f} (p5/p50/p95 = {p5:.0f}/{p50:.0f}/{p95:.0f} ms)")
+        ax.set_xlabel("queueing delay when the drop occurred (ms)")
+        ax.set_ylabel("CDF (fraction of drops of the cause)")
+        ax.set_xlim(left=0)
+        ax.set_ylim(0, 1.01)
+        ax.legend(loc="lower right")
+        ax.set_title(_title(r, f"Drop causes ({n} drops)"))
+        return _save(fig, out, "drop_causes")
+
+
+FIGURES: list[tuple[str, Callable[["RunResult", Path], list[str]], str]] = [
+    ("queue_delay_cdf", queue_delay_cdf, "CDF of the per-packet queueing delay at the bottleneck (Kuhn & Ros, Fig. 2a/2c)."),
+    ("utilization_cdf", utilization_cdf, "CDF of the bottleneck utilization per interval (Kuhn & Ros, Fig. 2b/2d)."),
+    ("queue_delay_time", queue_delay_time, "Queueing delay over time, with the AQM's own delay estimate and drop probability (Kuhn & Ros, Fig. 3)."),
+    ("drop_causes", drop_causes, "Drop causes and the queueing delay when they happened (Kuhn & Ros, Fig. 4)."),
+    ("goodput", goodput, "Goodput of each flow, with Jain's fairness index per class."),
+    ("cwnd_rtt", cwnd, "Congestion windows and smoothed RTTs of the first flows."),
+]
+
+
+def draw_all(r: "RunResult", out: Path) -> list[tuple[str, list[str], str]]:
+    drawn = []
+    for name, fn, caption in FIGURES:
+        files = fn(r, out)
+        if files:
+            drawn.append((name, files, caption))
+    return drawn

@@ -1,0 +1,260 @@
+"""A run's results: tables (Arrow, pandas), the summary, and writing them to disk.
+
+Files written (DESIGN.md "What a run writes"): `summary.json`, `packets.parquet`,
+`flows.parquet`, `timeseries.parquet`, `scenario.json` (the scenario with all
+defaults, so that a run can be redrawn or repeated years later) and `report.html`
+with its figures. A run folder is written to a temporary sibling first and moved
+into place, so a killed run leaves no half-written folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import metrics
+
+KINDS = ["data", "ack", "syn", "synack", "udp"]
+EVENTS = ["enqueue", "dequeue", "drop", "mark"]
+CAUSES = ["", "overflow", "random", "deterministic"]
+CA_STATES = ["open", "recovery", "loss"]
+
+FORMAT_VERSION = 1
+
+
+def _dict_col(codes: np.ndarray, names: list[str], null_code: int | None = None) -> pa.Array:
+    idx = pa.array(codes.astype(np.int32))
+    if null_code is not None:
+        idx = pa.array(codes.astype(np.int32), mask=codes == null_code)
+    return pa.DictionaryArray.from_arrays(idx, pa.array(names))
+
+
+def _ms(ns: np.ndarray) -> pa.Array:
+    """Nanoseconds (with -1 for 'none') to milliseconds with nulls."""
+    ns = np.asarray(ns)
+    return pa.array(ns / 1e6, mask=ns < 0)
+
+
+class RunResult:
+    """The outcome of one run. `summary` is the dict written to summary.json;
+    `packets`, `flows`, `timeseries` are Arrow tables (`.to_pandas()` for pandas)."""
+
+    def __init__(self, raw: dict[str, Any]):
+        self.raw = raw
+        self.meta: dict[str, Any] = json.loads(raw["meta"])
+
+    @property
+    def scenario(self) -> dict[str, Any]:
+        return self.meta["scenario"]
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        return metrics.summarize(self)
+
+    @cached_property
+    def flow_class(self) -> np.ndarray:
+        """Group index of each flow id."""
+        return self.raw["flows"]["group"]
+
+    @property
+    def class_names(self) -> list[str]:
+        return [g["name"] for g in self.meta["groups"]]
+
+    def _class_col(self, flow: np.ndarray) -> pa.Array:
+        groups = self.flow_class[flow] if len(flow) else np.array([], dtype=np.int32)
+        return _dict_col(groups, self.class_names)
+
+    @cached_property
+    def packets(self) -> pa.Table:
+        p = self.raw["packets"]
+        logged = self.meta["logged_links"] or ["bottleneck"]
+        return pa.table(
+            {
+                "time_s": pa.array(p["time_ns"] / 1e9),
+                "link": _dict_col(p["link"], logged),
+                "flow": pa.array(p["flow"]),
+                "class": self._class_col(p["flow"]),
+                "kind": _dict_col(p["kind"], KINDS),
+                "uid": pa.array(p["uid"]),
+                "size_bytes": pa.array(p["size"]),
+                "event": _dict_col(p["event"], EVENTS),
+                "cause": _dict_col(p["cause"], CAUSES, null_code=0),
+                "sojourn_ms": _ms(p["sojourn_ns"]),
+                "backlog_bytes": pa.array(p["backlog_bytes"]),
+                "aqm_delay_ms": _ms(p["aqm_delay_ns"]),
+            }
+        )
+
+    @cached_property
+    def flows(self) -> pa.Table:
+        f = self.raw["flows"]
+        groups = self.meta["groups"]
+        sim_s = self.meta["sim_seconds"]
+        start_s = f["start_ns"] / 1e9
+        end = f["end_ns"]
+        span = np.where(end >= 0, end / 1e9, sim_s) - start_s
+        goodput = np.where(span > 0, f["bytes_delivered"] * 8 / np.maximum(span, 1e-12) / 1e6, 0.0)
+        sent = f["segments_sent"].astype(float)
+        return pa.table(
+            {
+                "flow": pa.array(f["flow"]),
+                "class": _dict_col(f["group"], self.class_names),
+                "kind": pa.array([groups[g]["kind"] for g in f["group"]]),
+                "cc": pa.array([groups[g]["cc"] for g in f["group"]]),
+                "start_s": pa.array(start_s),
+                "end_s": pa.array(end / 1e9, mask=end < 0),
+                "bytes_delivered": pa.array(f["bytes_delivered"]),
+                "goodput_mbps": pa.array(goodput),
+                "packets_sent": pa.array(f["segments_sent"]),
+                "retransmits": pa.array(f["retransmits"]),
+                "timeouts": pa.array(f["timeouts"]),
+                "recoveries": pa.array(f["recoveries"]),
+                "drops": pa.array(f["drops"]),
+                "ack_drops": pa.array(f["ack_drops"]),
+                "marks": pa.array(f["marks"]),
+                "loss_rate": pa.array(np.where(sent > 0, f["drops"] / np.maximum(sent, 1), np.nan)),
+                "min_rtt_ms": _ms(f["min_rtt_ns"]),
+                "srtt_ms": _ms(f["srtt_ns"]),
+                "base_rtt_ms": pa.array(f["base_rtt_ns"] / 1e6),
+            }
+        )
+
+    @cached_property
+    def timeseries(self) -> pa.Table:
+        """Link rows (scope = "link") and flow rows (scope = "flow") per interval."""
+        ls = self.raw["link_series"]
+        fs = self.raw["flow_series"]
+        interval_s = metrics._ns(self.scenario["record"]["interval"]) / 1e9
+        links = [l["name"] for l in self.meta["links"]]
+        nl, nf = len(ls["time_ns"]), len(fs["time_ns"])
+
+        def cat(a: Any, b: Any) -> pa.Array:
+            return pa.concat_arrays([a, b])
+
+        def nulls(n: int, typ: pa.DataType) -> pa.Array:
+            return pa.nulls(n, typ)
+
+        f64, u64 = pa.float64(), pa.uint64()
+        # delivered goodput per interval, per flow
+        gp = np.zeros(nf)
+        if nf:
+            order = np.lexsort((fs["time_ns"], fs["flow"]))
+            d = fs["delivered_bytes"][order].astype(float)
+            same = np.r_[False, fs["flow"][order][1:] == fs["flow"][order][:-1]]
+            delta = np.where(same, np.diff(np.r_[0.0, d]), d)
+            gp[order] = delta * 8 / interval_s / 1e6
+        cols = {
+            "time_s": cat(pa.array(ls["time_ns"] / 1e9), pa.array(fs["time_ns"] / 1e9)),
+            "scope": pa.DictionaryArray.from_arrays(pa.array(np.r_[np.zeros(nl), np.ones(nf)].astype(np.int32)), pa.array(["link", "flow"])),
+            "link": cat(_dict_col(ls["link"], links), pa.DictionaryArray.from_arrays(pa.nulls(nf, pa.int32()), pa.array(links))),
+            "flow": cat(nulls(nl, pa.uint32()), pa.array(fs["flow"])),
+            "class": cat(pa.DictionaryArray.from_arrays(pa.nulls(nl, pa.int32()), pa.array(self.class_names)), self._class_col(fs["flow"])),
+            "utilization": cat(pa.array(ls["busy_ns"] / (interval_s * 1e9)), nulls(nf, f64)),
+            "throughput_mbps": cat(pa.array(ls["tx_bytes"] * 8 / interval_s / 1e6), nulls(nf, f64)),
+            "capacity_mbps": cat(pa.array(ls["capacity_bps"] / 1e6), nulls(nf, f64)),
+            "arrivals": cat(pa.array(ls["arrivals"]), nulls(nf, u64)),
+            "drops_overflow": cat(pa.array(ls["drops_overflow"]), nulls(nf, u64)),
+            "drops_random": cat(pa.array(ls["drops_random"]), nulls(nf, u64)),
+            "drops_deterministic": cat(pa.array(ls["drops_deterministic"]), nulls(nf, u64)),
+            "marks": cat(pa.array(ls["marks"]), nulls(nf, u64)),
+            "backlog_bytes": cat(pa.array(ls["backlog_bytes"]), nulls(nf, u64)),
+            "backlog_packets": cat(pa.array(ls["backlog_packets"]), nulls(nf, u64)),
+            "drop_prob": cat(pa.array(ls["drop_prob"], mask=np.isnan(ls["drop_prob"])), nulls(nf, f64)),
+            "aqm_delay_ms": cat(_ms(ls["aqm_delay_ns"]), nulls(nf, f64)),
+            "cwnd_segments": cat(nulls(nl, f64), pa.array(fs["cwnd"])),
+            "ssthresh_segments": cat(nulls(nl, f64), pa.array(fs["ssthresh"], mask=np.isnan(fs["ssthresh"]))),
+            "srtt_ms": cat(nulls(nl, f64), _ms(fs["srtt_ns"])),
+            "rtt_ms": cat(nulls(nl, f64), _ms(fs["rtt_ns"])),
+            "rto_ms": cat(nulls(nl, f64), pa.array(fs["rto_ns"] / 1e6)),
+            "in_flight_segments": cat(nulls(nl, u64), pa.array(fs["in_flight"])),
+            "delivered_bytes": cat(nulls(nl, u64), pa.array(fs["delivered_bytes"])),
+            "goodput_mbps": cat(nulls(nl, f64), pa.array(gp)),
+            "retransmits": cat(nulls(nl, u64), pa.array(fs["retransmits"])),
+            "ca_state": cat(
+                pa.DictionaryArray.from_arrays(pa.nulls(nl, pa.int32()), pa.array(CA_STATES)),
+                _dict_col(fs["ca_state"], CA_STATES),
+            ),
+        }
+        return pa.table(cols)
+
+    def table_metadata(self) -> dict[bytes, bytes]:
+        """Self-describing files: scenario, seed and format version in every Parquet file."""
+        return {
+            b"aqmlab.format_version": str(FORMAT_VERSION).encode(),
+            b"aqmlab.version": self.meta["version"].encode(),
+            b"aqmlab.seed": str(self.meta["seed"]).encode(),
+            b"aqmlab.scenario": json.dumps(self.scenario).encode(),
+        }
+
+    def write(self, out_dir: str | os.PathLike[str], report: bool = True) -> Path:
+        """Write the run folder atomically; returns its path."""
+        out = check_out_dir(out_dir)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)
+        try:
+            self._write_into(tmp, report)
+            _replace_dir(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return out
+
+    def _write_into(self, d: Path, report: bool) -> None:
+        md = self.table_metadata()
+        for name, table in (("packets", self.packets), ("flows", self.flows), ("timeseries", self.timeseries)):
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **md})
+            pq.write_table(table, d / f"{name}.parquet", compression="zstd")
+        (d / "scenario.json").write_text(json.dumps(self.scenario, indent=2) + "\n")
+        (d / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
+        if report:
+            from . import report as _report
+
+            _report.write_report(self, d)
+
+
+RUN_FILES = {"summary.json", "scenario.json", "packets.parquet", "flows.parquet", "timeseries.parquet", "report.html", "figures"}
+
+
+def is_run_dir(d: Path) -> bool:
+    """An existing folder that holds a previous run (and nothing else)."""
+    entries = {e.name for e in d.iterdir()}
+    return "summary.json" in entries and entries <= RUN_FILES
+
+
+def check_out_dir(dest: str | os.PathLike[str]) -> Path:
+    """Refuse an output folder that would overwrite something other than a run."""
+    d = Path(dest)
+    if d.exists():
+        if not d.is_dir():
+            raise FileExistsError(f"--out: \"{d}\" exists and is not a directory")
+        if any(d.iterdir()) and not is_run_dir(d):
+            raise FileExistsError(f"--out: \"{d}\" is not empty and does not hold an aqmlab run; choose another folder")
+    return d
+
+
+def _replace_dir(new: Path, dest: Path) -> None:
+    """Move `new` to `dest`, replacing a previous run folder there."""
+    if dest.exists():
+        check_out_dir(dest)
+        old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
+        os.replace(dest, old)
+        os.replace(new, dest)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(new, dest)
+
+
+def load_summary(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    return json.loads((Path(run_dir) / "summary.json").read_text())

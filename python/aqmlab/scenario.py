@@ -1,0 +1,54 @@
+"""Finding a scenario: a TOML file, a built-in name, or a dict."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Union
+
+from . import _core
+
+ScenarioLike = Union[str, Path, Mapping[str, Any], None]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Scenario text, its format ("toml" or "json"), and where it came from."""
+
+    text: str
+    format: str
+    origin: str
+
+
+def builtin_names() -> list[str]:
+    return [name for name, _ in _core.builtin_scenarios()]
+
+
+def default_name() -> str:
+    return _core.builtin_scenarios()[0][0]
+
+
+def source(scenario: ScenarioLike) -> Source:
+    """Resolve `scenario` (None for the default, a built-in name, a path, or a dict)."""
+    if scenario is None:
+        scenario = default_name()
+    if isinstance(scenario, Mapping):
+        return Source(json.dumps(scenario), "json", "<dict>")
+    text = str(scenario)
+    builtins = dict(_core.builtin_scenarios())
+    if text in builtins and not Path(text).exists():
+        return Source(builtins[text], "toml", f"built-in:{text}")
+    path = Path(text)
+    if not path.exists():
+        names = ", ".join(builtins)
+        raise _core.ScenarioError(f"scenario: no file \"{text}\" and no built-in scenario of that name (built-ins: {names})")
+    if path.is_dir():
+        raise _core.ScenarioError(f"scenario: \"{text}\" is a directory, expected a .toml file")
+    return Source(path.read_text(encoding="utf-8"), "toml", str(path))
+
+
+def resolve(scenario: ScenarioLike, overrides: list[str] | None = None, seed: int | None = None) -> dict[str, Any]:
+    """Validate a scenario and return it with every default filled in."""
+    src = source(scenario)
+    return json.loads(_core.resolve_scenario(src.text, src.format, list(overrides or []), seed))
