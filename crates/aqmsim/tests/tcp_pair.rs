@@ -1,0 +1,275 @@
+//! A sender and a receiver joined by a lossless-unless-told pipe with a fixed delay
+//! and a rate limit, on virtual time (the `Pair` harness of quinn-proto's tests):
+//! the TCP machinery checked end to end without the rest of the simulator.
+
+use std::collections::BTreeMap;
+
+use aqmsim::aqm::{Duration, Rate, Time};
+use aqmsim::packet::{Kind, Packet};
+use aqmsim::tcp::sender::CaState;
+use aqmsim::tcp::{TcpConfig, TcpReceiver, TcpSender};
+
+type LossFn = Box<dyn FnMut(u64, bool, Time) -> bool>;
+
+struct Pair {
+    snd: TcpSender,
+    rcv: TcpReceiver,
+    now: Time,
+    one_way: Duration,
+    rate: Rate,
+    /// When the forward link is next free (serialization).
+    fwd_free: Time,
+    /// In flight: (arrival time, sequence for ties) -> packet.
+    wire: BTreeMap<(Time, u64), Packet>,
+    n: u64,
+    /// Decides whether a data packet is lost: (segment, is retransmission, time).
+    lose: LossFn,
+    /// Times at which each segment was sent (seq -> times).
+    sends: BTreeMap<u64, Vec<Time>>,
+    lost: u64,
+}
+
+impl Pair {
+    fn new(cfg: TcpConfig, lose: impl FnMut(u64, bool, Time) -> bool + 'static) -> Pair {
+        Pair {
+            snd: TcpSender::new(0, &cfg),
+            rcv: TcpReceiver::new(0, &cfg),
+            now: Time::ZERO,
+            one_way: Duration::from_millis(50),
+            rate: Rate::from_mbps(10),
+            fwd_free: Time::ZERO,
+            wire: BTreeMap::new(),
+            n: 0,
+            lose: Box::new(lose),
+            sends: BTreeMap::new(),
+            lost: 0,
+        }
+    }
+
+    fn put(&mut self, out: Vec<Packet>) {
+        for p in out {
+            let at = if p.kind.is_forward() {
+                if p.kind == Kind::Data {
+                    self.sends.entry(p.seq).or_default().push(self.now);
+                    if (self.lose)(p.seq, p.retx, self.now) {
+                        self.lost += 1;
+                        continue;
+                    }
+                }
+                let start = self.fwd_free.max(self.now);
+                self.fwd_free = start + self.rate.tx_time(p.size as u64);
+                self.fwd_free + self.one_way
+            } else {
+                self.now + self.one_way
+            };
+            self.n += 1;
+            self.wire.insert((at, self.n), p);
+        }
+    }
+
+    fn start(&mut self, bytes: Option<u64>) {
+        let mut out = Vec::new();
+        self.snd.start(self.now, bytes, &mut out);
+        self.put(out);
+    }
+
+    /// Run until `end` or until the transfer is done.
+    fn run(&mut self, end: Time) {
+        loop {
+            let next_pkt = self.wire.keys().next().map(|k| k.0);
+            let next_timer = [self.snd.poll_at(), self.rcv.poll_at()].into_iter().flatten().min();
+            let t = match (next_pkt, next_timer) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => match a.or(b) {
+                    Some(t) => t,
+                    None => return,
+                },
+            };
+            if t > end || self.snd.is_done() {
+                return;
+            }
+            self.now = t;
+            let mut out = Vec::new();
+            if next_pkt == Some(t) {
+                let key = *self.wire.keys().next().unwrap();
+                let p = self.wire.remove(&key).unwrap();
+                if p.kind.is_forward() {
+                    self.rcv.on_packet(&p, t, &mut out);
+                } else {
+                    self.snd.on_packet(&p, t, &mut out);
+                }
+            } else {
+                self.snd.on_timer(t, &mut out);
+                self.rcv.on_timer(t, &mut out);
+            }
+            self.snd.check_invariants().unwrap();
+            self.put(out);
+        }
+    }
+}
+
+fn cfg() -> TcpConfig {
+    TcpConfig::default()
+}
+
+#[test]
+fn lossless_transfer_completes_and_every_byte_arrives() {
+    let mut p = Pair::new(cfg(), |_, _, _| false);
+    p.start(Some(1_000_000));
+    p.run(Time::from_secs(30));
+    assert!(p.snd.is_done());
+    assert_eq!(p.rcv.bytes_delivered, 1_000_000);
+    assert_eq!(p.snd.stats.retransmits, 0);
+    assert_eq!(p.snd.stats.timeouts, 0);
+    // 1e6 B / 1460 = 685 segments: 684 full and one of 1e6 - 684*1460 = 1360 B
+    assert_eq!(p.snd.snd_nxt, 685);
+}
+
+#[test]
+fn a_single_loss_is_repaired_by_fast_retransmit_without_a_timeout() {
+    let mut p = Pair::new(cfg(), |seq, retx, _| seq == 40 && !retx);
+    p.start(Some(300 * 1460));
+    p.run(Time::from_secs(30));
+    assert!(p.snd.is_done());
+    assert_eq!(p.rcv.bytes_delivered, 300 * 1460);
+    assert_eq!(p.lost, 1);
+    assert_eq!(p.snd.stats.retransmits, 1, "exactly the lost segment is resent");
+    assert_eq!(p.snd.stats.timeouts, 0);
+    assert_eq!(p.snd.stats.recoveries, 1);
+    // The retransmission went out about one RTT after the original (when the third
+    // SACK arrived), far sooner than the 1 s initial RTO.
+    let t = &p.sends[&40];
+    assert_eq!(t.len(), 2);
+    let gap = t[1] - t[0];
+    assert!(gap > Duration::from_millis(100) && gap < Duration::from_millis(150), "{gap}");
+}
+
+#[test]
+fn a_single_loss_without_sack_is_repaired_by_newreno_fast_retransmit() {
+    let c = TcpConfig { sack: false, ..cfg() };
+    let mut p = Pair::new(c, |seq, retx, _| seq == 40 && !retx);
+    p.start(Some(300 * 1460));
+    p.run(Time::from_secs(30));
+    assert!(p.snd.is_done());
+    assert_eq!(p.snd.stats.retransmits, 1);
+    assert_eq!(p.snd.stats.timeouts, 0);
+}
+
+#[test]
+fn several_losses_in_one_window_are_repaired_by_sack_in_one_recovery() {
+    let dropped = [50u64, 53, 57, 60];
+    let mut p = Pair::new(cfg(), move |seq, retx, _| dropped.contains(&seq) && !retx);
+    p.start(Some(400 * 1460));
+    p.run(Time::from_secs(30));
+    assert!(p.snd.is_done());
+    assert_eq!(p.rcv.bytes_delivered, 400 * 1460);
+    assert_eq!(p.snd.stats.retransmits, 4, "only the four lost segments are resent");
+    assert_eq!(p.snd.stats.timeouts, 0);
+    assert_eq!(p.snd.stats.recoveries, 1, "one recovery episode repairs all four");
+    // All four retransmissions leave within one RTT of each other: SACK tells the
+    // sender about every hole at once.
+    let first = p.sends[&50][1];
+    for s in dropped {
+        assert!(p.sends[&s][1] - first < Duration::from_millis(110), "segment {s}");
+    }
+}
+
+#[test]
+fn several_losses_without_sack_take_one_rtt_each() {
+    // NewReno (RFC 6582): each partial ACK reveals the next hole.
+    let dropped = [50u64, 53, 57];
+    let c = TcpConfig { sack: false, ..cfg() };
+    let mut p = Pair::new(c, move |seq, retx, _| dropped.contains(&seq) && !retx);
+    p.start(Some(400 * 1460));
+    p.run(Time::from_secs(30));
+    assert!(p.snd.is_done());
+    assert_eq!(p.snd.stats.retransmits, 3);
+    assert_eq!(p.snd.stats.timeouts, 0);
+    let r: Vec<Time> = dropped.iter().map(|s| p.sends[s][1]).collect();
+    assert!(r[1] - r[0] >= Duration::from_millis(100));
+    assert!(r[2] - r[1] >= Duration::from_millis(100));
+}
+
+#[test]
+fn prr_reduces_the_window_to_ssthresh_by_the_end_of_recovery() {
+    let mut p = Pair::new(TcpConfig { cc: aqmsim::tcp::CcKind::Newreno, ..cfg() }, |seq, retx, _| seq == 200 && !retx);
+    p.start(None);
+    let mut saw_recovery = false;
+    for ms in (0..20_000).step_by(5) {
+        p.run(Time::from_millis(ms));
+        if p.snd.ca_state == CaState::Recovery {
+            saw_recovery = true;
+        } else if saw_recovery {
+            break;
+        }
+    }
+    assert!(saw_recovery);
+    // RFC 6937: on exit cwnd = ssthresh
+    assert_eq!(p.snd.w.cwnd, p.snd.w.ssthresh);
+    assert_eq!(p.snd.stats.timeouts, 0);
+}
+
+#[test]
+fn a_lost_retransmission_is_detected_without_a_timeout() {
+    // Lose segment 80 and its first retransmission: the second retransmission is
+    // sent once three segments sent after the first one are SACKed.
+    let mut tries = 0;
+    let mut p = Pair::new(cfg(), move |seq, _, _| {
+        if seq == 80 {
+            tries += 1;
+            tries <= 2
+        } else {
+            false
+        }
+    });
+    p.start(Some(400 * 1460));
+    p.run(Time::from_secs(30));
+    assert!(p.snd.is_done());
+    assert_eq!(p.sends[&80].len(), 3);
+    assert_eq!(p.snd.stats.timeouts, 0);
+}
+
+#[test]
+fn repeated_timeouts_back_off_exponentially() {
+    // Everything sent after 2 s is lost: the head segment is retransmitted at
+    // intervals that double (RFC 6298 §5.5).
+    let mut p = Pair::new(cfg(), |_, _, t| t >= Time::from_secs(2));
+    p.start(None);
+    p.run(Time::from_secs(60));
+    assert!(p.snd.stats.timeouts >= 5, "{}", p.snd.stats.timeouts);
+    let head = p.snd.snd_una;
+    let t = &p.sends[&head];
+    assert!(t.len() >= 5, "{t:?}");
+    let gaps: Vec<f64> = t.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect();
+    for w in gaps.windows(2).skip(1) {
+        assert!((w[1] / w[0] - 2.0).abs() < 1e-6, "gaps {gaps:?}");
+    }
+    assert_eq!(p.snd.ca_state, CaState::Loss);
+    assert_eq!(p.snd.w.cwnd, 1.0);
+}
+
+#[test]
+fn handshake_adds_one_round_trip_and_measures_it() {
+    let c = TcpConfig { handshake: true, ..cfg() };
+    let mut p = Pair::new(c, |_, _, _| false);
+    p.start(Some(1460));
+    p.run(Time::from_secs(5));
+    assert!(p.snd.is_done());
+    assert_eq!(p.rcv.bytes_delivered, 1460);
+    // SYN 50 ms + SYN-ACK 50 ms before the first data segment
+    let first_data = p.sends[&0][0];
+    assert!(first_data >= Time::from_millis(100) && first_data < Time::from_millis(101), "{first_data:?}");
+    assert!(p.snd.rtt.srtt().is_some());
+}
+
+#[test]
+fn a_lost_syn_is_retried_after_the_initial_rto() {
+    let c = TcpConfig { handshake: true, ..cfg() };
+    let mut p = Pair::new(c, |_, _, _| false);
+    p.start(Some(1460));
+    p.wire.clear(); // the first SYN is lost
+    p.run(Time::from_secs(5));
+    assert!(p.snd.is_done());
+    assert_eq!(p.snd.stats.syn_retransmits, 1);
+    assert!(p.sends[&0][0] >= Time::from_millis(1100));
+}
