@@ -26,7 +26,7 @@ from . import metrics
 KINDS = ["data", "ack", "syn", "synack", "udp"]
 EVENTS = ["enqueue", "dequeue", "drop", "mark"]
 CAUSES = ["", "overflow", "random", "deterministic"]
-CA_STATES = ["open", "recovery", "loss"]
+CA_STATES = ["open", "recovery", "loss", "cwr"]
 
 FORMAT_VERSION = 1
 
@@ -118,6 +118,7 @@ class RunResult:
                 "retransmits": pa.array(f["retransmits"]),
                 "timeouts": pa.array(f["timeouts"]),
                 "recoveries": pa.array(f["recoveries"]),
+                "ecn_reductions": pa.array(f["ecn_reductions"]),
                 "drops": pa.array(f["drops"]),
                 "ack_drops": pa.array(f["ack_drops"]),
                 "marks": pa.array(f["marks"]),

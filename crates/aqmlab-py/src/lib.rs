@@ -72,7 +72,7 @@ fn to_python<'py>(py: Python<'py>, o: RunOutput) -> PyResult<Bound<'py, PyDict>>
     let t = o.flows;
     d.set_item(
         "flows",
-        columns!(py, t, [flow, group, start_ns, end_ns, bytes_delivered, segments_sent, retransmits, timeouts, recoveries, drops, ack_drops, marks, min_rtt_ns, srtt_ns, base_rtt_ns]),
+        columns!(py, t, [flow, group, start_ns, end_ns, bytes_delivered, segments_sent, retransmits, timeouts, recoveries, ecn_reductions, drops, ack_drops, marks, min_rtt_ns, srtt_ns, base_rtt_ns]),
     )?;
     Ok(d)
 }

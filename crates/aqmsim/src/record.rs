@@ -99,7 +99,7 @@ pub struct FlowSeries {
     /// Highest cumulatively acknowledged segment.
     pub snd_una: Vec<u64>,
     pub retransmits: Vec<u64>,
-    /// 0 open, 1 recovery, 2 loss (after a timeout).
+    /// 0 open, 1 recovery, 2 loss (after a timeout), 3 cwr (reducing after ECN-Echo).
     pub ca_state: Vec<u8>,
 }
 
@@ -116,6 +116,7 @@ pub struct FlowTable {
     pub retransmits: Vec<u64>,
     pub timeouts: Vec<u64>,
     pub recoveries: Vec<u64>,
+    pub ecn_reductions: Vec<u64>,
     /// Forward packets of this flow dropped anywhere; its ACKs dropped; CE marks.
     pub drops: Vec<u64>,
     pub ack_drops: Vec<u64>,

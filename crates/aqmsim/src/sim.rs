@@ -534,6 +534,7 @@ impl Sim {
                     CaState::Open => 0,
                     CaState::Recovery => 1,
                     CaState::Loss => 2,
+                    CaState::Cwr => 3,
                 });
             }
         }
@@ -640,6 +641,7 @@ impl Sim {
             ft.retransmits.push(t.snd.stats.retransmits);
             ft.timeouts.push(t.snd.stats.timeouts);
             ft.recoveries.push(t.snd.stats.recoveries);
+            ft.ecn_reductions.push(t.snd.stats.ecn_reductions);
             ft.drops.push(f.drops);
             ft.ack_drops.push(f.ack_drops);
             ft.marks.push(f.marks);

@@ -27,6 +27,8 @@ struct Pair {
     /// Times at which each segment was sent (seq -> times).
     sends: BTreeMap<u64, Vec<Time>>,
     lost: u64,
+    /// Segments to mark CE on their first transmission, if ECN-capable.
+    ce: Vec<u64>,
 }
 
 impl Pair {
@@ -43,11 +45,15 @@ impl Pair {
             lose: Box::new(lose),
             sends: BTreeMap::new(),
             lost: 0,
+            ce: Vec::new(),
         }
     }
 
     fn put(&mut self, out: Vec<Packet>) {
-        for p in out {
+        for mut p in out {
+            if p.kind == Kind::Data && !p.retx && p.ecn.is_ect() && self.ce.contains(&p.seq) {
+                p.ecn = aqmsim::aqm::Ecn::Ce;
+            }
             let at = if p.kind.is_forward() {
                 if p.kind == Kind::Data {
                     self.sends.entry(p.seq).or_default().push(self.now);
@@ -272,4 +278,36 @@ fn a_lost_syn_is_retried_after_the_initial_rto() {
     assert!(p.snd.is_done());
     assert_eq!(p.snd.stats.syn_retransmits, 1);
     assert!(p.sends[&0][0] >= Time::from_millis(1100));
+}
+
+#[test]
+fn ecn_marks_reduce_the_window_once_per_rtt_without_retransmissions() {
+    let c = TcpConfig { ecn: true, cc: aqmsim::tcp::CcKind::Newreno, ..cfg() };
+    let mut p = Pair::new(c, |_, _, _| false);
+    // three marks in one window, then one more much later
+    p.ce = vec![200, 203, 207, 600];
+    p.start(Some(1000 * 1460));
+    p.run(Time::from_secs(60));
+    assert!(p.snd.is_done());
+    assert_eq!(p.rcv.bytes_delivered, 1000 * 1460);
+    assert_eq!(p.snd.stats.retransmits, 0, "marks are not losses");
+    assert_eq!(p.snd.stats.ecn_reductions, 2, "one reduction for the first window's three marks, one for the later mark");
+    assert_eq!(p.rcv.stats.ce_received, 4);
+}
+
+#[test]
+fn ecn_negotiation_through_the_handshake() {
+    let c = TcpConfig { ecn: true, handshake: true, ..cfg() };
+    let mut p = Pair::new(c, |_, _, _| false);
+    p.ce = vec![100];
+    p.start(Some(300 * 1460));
+    p.run(Time::from_secs(60));
+    assert_eq!(p.snd.stats.ecn_reductions, 1);
+    // a sender without ECN never sends ECT, so nothing can be marked
+    let mut p = Pair::new(TcpConfig { handshake: true, ..cfg() }, |_, _, _| false);
+    p.ce = vec![100];
+    p.start(Some(300 * 1460));
+    p.run(Time::from_secs(60));
+    assert_eq!(p.rcv.stats.ce_received, 0);
+    assert_eq!(p.snd.stats.ecn_reductions, 0);
 }

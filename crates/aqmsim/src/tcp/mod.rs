@@ -56,6 +56,10 @@ pub struct TcpConfig {
     pub rto_max: Duration,
     /// Open connections with a SYN / SYN-ACK exchange before data.
     pub handshake: bool,
+    /// Explicit Congestion Notification (RFC 3168): data sent ECT(0), CE echoed with
+    /// ECE until CWR, at most one window reduction per RTT. Off by default (Linux's
+    /// default `tcp_ecn = 2` only accepts ECN when asked).
+    pub ecn: bool,
     /// A fixed advertised receive window; absent, the window never limits the sender
     /// (as with Dynamic Right-Sizing, Fisk & Feng 2001).
     pub receive_window: Option<Bytes>,
@@ -80,6 +84,7 @@ impl Default for TcpConfig {
             rto_min: Duration::from_millis(200),
             rto_max: Duration::from_secs(120),
             handshake: false,
+            ecn: false,
             receive_window: None,
             cubic: CubicParams::default(),
         }

@@ -24,6 +24,7 @@ pub struct ReceiverStats {
     pub duplicates: u64,
     pub out_of_order: u64,
     pub acks_sent: u64,
+    pub ce_received: u64,
 }
 
 pub struct TcpReceiver {
@@ -44,6 +45,10 @@ pub struct TcpReceiver {
     recent: [Option<u64>; SackBlocks::MAX],
     unacked: u32,
     delack_deadline: Option<Time>,
+    /// ECN negotiated (RFC 3168 §6.1.1).
+    ecn: bool,
+    /// Echo ECE on every ACK until a CWR arrives (RFC 3168 §6.1.3).
+    ece: bool,
     /// Payload bytes delivered in order to the application.
     pub bytes_delivered: u64,
     /// For finite transfers: segments expected in all, and when the last arrived.
@@ -68,6 +73,8 @@ impl TcpReceiver {
             recent: [None; SackBlocks::MAX],
             unacked: 0,
             delack_deadline: None,
+            ecn: cfg.ecn,
+            ece: false,
             bytes_delivered: 0,
             expect_segments: None,
             completed_at: None,
@@ -82,7 +89,11 @@ impl TcpReceiver {
     pub fn on_packet(&mut self, p: &Packet, now: Time, out: &mut Vec<Packet>) {
         match p.kind {
             Kind::Syn => {
-                out.push(Packet::new(0, self.flow, Kind::SynAck, self.header, now));
+                let mut sa = Packet::new(0, self.flow, Kind::SynAck, self.header, now);
+                // RFC 3168 §6.1.1: agree to ECN if asked and configured.
+                self.ecn = self.ecn && p.ece && p.cwr;
+                sa.ece = self.ecn;
+                out.push(sa);
             }
             Kind::Data => self.on_data(p, now, out),
             _ => {}
@@ -92,6 +103,18 @@ impl TcpReceiver {
     fn on_data(&mut self, p: &Packet, now: Time, out: &mut Vec<Packet>) {
         self.stats.segments += 1;
         let seq = p.seq;
+        let mut ack_now = false;
+        if self.ecn {
+            if p.cwr {
+                self.ece = false;
+            }
+            if p.ecn == aqm::Ecn::Ce {
+                self.stats.ce_received += 1;
+                // Linux enters quick-ACK mode on CE so the echo is not delayed.
+                ack_now = !self.ece;
+                self.ece = true;
+            }
+        }
         if seq < self.rcv_nxt || self.holds(seq) {
             // A duplicate: ACK at once so the sender learns what arrived.
             self.stats.duplicates += 1;
@@ -110,7 +133,7 @@ impl TcpReceiver {
                 }
             }
             self.check_complete(now);
-            if filled_gap || !self.delayed_ack {
+            if filled_gap || !self.delayed_ack || ack_now {
                 // RFC 5681 §4.2: ACK at once when a segment fills (part of) a gap.
                 self.send_ack(now, out);
             } else if self.quickack_left > 0 {
@@ -221,6 +244,7 @@ impl TcpReceiver {
         a.seq = self.rcv_nxt;
         a.rwnd = self.rwnd;
         a.sack = self.sack_blocks();
+        a.ece = self.ece;
         out.push(a);
         self.unacked = 0;
         self.delack_deadline = None;

@@ -49,6 +49,8 @@ pub enum CaState {
     Recovery,
     /// After a retransmission timeout, until everything sent before it is acked.
     Loss,
+    /// Reducing after an ECN echo (RFC 3168 §6.1.2), cwnd set by PRR, no retransmission.
+    Cwr,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,6 +61,8 @@ pub struct SenderStats {
     pub recoveries: u64,
     pub bytes_acked: u64,
     pub syn_retransmits: u64,
+    /// Window reductions in response to ECN-Echo.
+    pub ecn_reductions: u64,
 }
 
 pub struct TcpSender {
@@ -100,6 +104,10 @@ pub struct TcpSender {
     prr_out: u64,
     recover_fs: u64,
     cwnd_limited: bool,
+    /// ECN negotiated for this connection (RFC 3168 §6.1.1).
+    ecn_ok: bool,
+    /// Set CWR on the next new data segment (RFC 3168 §6.1.2).
+    send_cwr: bool,
     min_rtt: Option<Duration>,
     last_rtt: Option<Duration>,
     rto_deadline: Option<Time>,
@@ -139,6 +147,8 @@ impl TcpSender {
             prr_out: 0,
             recover_fs: 0,
             cwnd_limited: false,
+            ecn_ok: false,
+            send_cwr: false,
             min_rtt: None,
             last_rtt: None,
             rto_deadline: None,
@@ -167,6 +177,8 @@ impl TcpSender {
             self.state = State::SynSent;
             self.send_syn(now, out);
         } else {
+            // Without a handshake, ECN is as configured (both ends share the setting).
+            self.ecn_ok = self.cfg.ecn;
             self.state = State::Established;
             self.transmit(now, out);
         }
@@ -174,7 +186,11 @@ impl TcpSender {
 
     fn send_syn(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.syn_sent_at = now;
-        out.push(Packet::new(0, self.flow, Kind::Syn, self.cfg.header.0 as u32, now));
+        let mut syn = Packet::new(0, self.flow, Kind::Syn, self.cfg.header.0 as u32, now);
+        // RFC 3168 §6.1.1: an ECN-setup SYN carries ECE and CWR.
+        syn.ece = self.cfg.ecn;
+        syn.cwr = self.cfg.ecn;
+        out.push(syn);
         self.rto_deadline = Some(now + self.rtt.rto());
     }
 
@@ -215,12 +231,20 @@ impl TcpSender {
         if seq + 1 == self.app_segments { self.last_payload } else { self.cfg.mss.0 as u32 }
     }
 
-    fn data_packet(&self, seq: u64, now: Time, retx: bool) -> Packet {
+    fn data_packet(&mut self, seq: u64, now: Time, retx: bool) -> Packet {
         let payload = self.payload(seq);
         let mut p = Packet::new(0, self.flow, Kind::Data, payload + self.cfg.header.0 as u32, now);
         p.seq = seq;
         p.payload = payload;
         p.retx = retx;
+        // RFC 3168 §6.1.5: retransmissions are sent Not-ECT and without CWR.
+        if self.ecn_ok && !retx {
+            p.ecn = aqm::Ecn::Ect0;
+            if self.send_cwr {
+                p.cwr = true;
+                self.send_cwr = false;
+            }
+        }
         p
     }
 
@@ -279,10 +303,11 @@ impl TcpSender {
         self.board.push_back(Seg { sent_at: now, retx_high: 0, flags: 0 });
         self.snd_nxt += 1;
         self.stats.segments_sent += 1;
-        if self.ca_state == CaState::Recovery {
+        if matches!(self.ca_state, CaState::Recovery | CaState::Cwr) {
             self.prr_out += 1;
         }
-        out.push(self.data_packet(seq, now, false));
+        let p = self.data_packet(seq, now, false);
+        out.push(p);
     }
 
     fn retransmit(&mut self, seq: u64, now: Time, out: &mut Vec<Packet>) {
@@ -306,7 +331,8 @@ impl TcpSender {
         if self.ca_state == CaState::Recovery {
             self.prr_out += 1;
         }
-        out.push(self.data_packet(seq, now, true));
+        let p = self.data_packet(seq, now, true);
+        out.push(p);
     }
 
     fn mark_lost(&mut self, seq: u64) {
@@ -373,7 +399,14 @@ impl TcpSender {
 
     fn enter_recovery(&mut self, now: Time) {
         // RFC 6675 §5 (4.1)-(4.2): RecoveryPoint = HighData; ssthresh from the
-        // congestion controller; RFC 6937: RecoverFS = FlightSize.
+        // congestion controller; RFC 6937: RecoverFS = FlightSize. Coming from CWR
+        // (already reducing after an ECN echo), Linux keeps the reduction under way.
+        if self.ca_state == CaState::Cwr {
+            self.recovery_point = self.snd_nxt;
+            self.ca_state = CaState::Recovery;
+            self.stats.recoveries += 1;
+            return;
+        }
         self.w.ssthresh = self.cc.on_congestion(&self.w, now);
         self.recovery_point = self.snd_nxt;
         self.prr_delivered = 0;
@@ -403,6 +436,8 @@ impl TcpSender {
     pub fn on_packet(&mut self, p: &Packet, now: Time, out: &mut Vec<Packet>) {
         match (self.state, p.kind) {
             (State::SynSent, Kind::SynAck) => {
+                // RFC 3168 §6.1.1: ECN is on if the SYN-ACK says so.
+                self.ecn_ok = self.cfg.ecn && p.ece;
                 if self.stats.syn_retransmits == 0 {
                     self.rtt.sample(now - self.syn_sent_at);
                     self.note_rtt(now - self.syn_sent_at);
@@ -557,8 +592,32 @@ impl TcpSender {
                 if self.lost_out > 0 {
                     self.enter_recovery(now);
                     self.prr(delivered);
+                } else if self.ecn_ok && a.ece {
+                    // RFC 3168 §6.1.2: reduce as for a loss, at most once per window of
+                    // data (the CWR state lasts until snd_una passes what was sent),
+                    // and tell the receiver with CWR.
+                    self.w.ssthresh = self.cc.on_congestion(&self.w, now);
+                    self.recovery_point = self.snd_nxt;
+                    self.prr_delivered = 0;
+                    self.prr_out = 0;
+                    self.recover_fs = self.outstanding().max(1);
+                    self.ca_state = CaState::Cwr;
+                    self.send_cwr = true;
+                    self.stats.ecn_reductions += 1;
+                    self.prr(delivered);
                 } else if delivered > 0 {
                     self.cc.on_ack(&mut self.w, &sample);
+                }
+            }
+            CaState::Cwr => {
+                if self.lost_out > 0 {
+                    self.enter_recovery(now);
+                    self.prr(delivered);
+                } else if self.snd_una >= self.recovery_point {
+                    self.w.cwnd = self.w.ssthresh;
+                    self.ca_state = CaState::Open;
+                } else {
+                    self.prr(delivered);
                 }
             }
             CaState::Recovery => {
@@ -622,6 +681,7 @@ impl TcpSender {
         if self.ca_state == CaState::Open {
             self.w.ssthresh = self.cc.on_congestion(&self.w, now);
         }
+        self.send_cwr = false;
         self.cc.on_timeout(&self.w, now);
         self.w.cwnd = 1.0;
         self.retrans_out = 0;
