@@ -116,6 +116,16 @@ macro_rules! dispatch {
     };
 }
 
+impl<P> AnyAqm<P> {
+    /// The scenario name of this AQM.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AnyAqm::Droptail(_) => "droptail",
+            AnyAqm::Pie(_) => "pie",
+        }
+    }
+}
+
 impl<P: QPacket> Aqm<P> for AnyAqm<P> {
     fn enqueue(&mut self, pkt: P, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit {
         dispatch!(self, a => a.enqueue(pkt, ctx, drops))

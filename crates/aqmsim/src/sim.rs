@@ -13,11 +13,11 @@
 
 use std::time::Instant;
 
-use aqm::{AqmSpec, Ctx, Dropped, Duration, Limit, Qdisc, Time};
+use aqm::{AqmSpec, Ctx, Dropped, Duration, Qdisc, Time};
 
 use crate::event::EventQueue;
 use crate::link::Link;
-use crate::packet::{Kind, Packet};
+use crate::packet::Packet;
 use crate::record::*;
 use crate::rng::{self, SimRng};
 use crate::scenario::{Scenario, ScenarioError, StartSpec, TrafficSpec};
@@ -611,7 +611,7 @@ impl Sim {
                 name: l.name.clone(),
                 rate_bps: l.rate.bps(),
                 delay_ns: l.delay.as_nanos(),
-                aqm: l.qdisc_kind(),
+                aqm: l.qdisc.aqm.kind().to_string(),
                 limit_packets: l.limit.packets,
                 limit_bytes: l.limit.bytes,
                 stats: l.qdisc.stats,
@@ -672,19 +672,7 @@ fn probe_delay(q: &Qdisc<Packet>) -> i64 {
     q.probe().delay_estimate.map_or(-1, |d| d.as_nanos() as i64)
 }
 
-impl Link {
-    fn qdisc_kind(&self) -> String {
-        match &self.qdisc.aqm {
-            aqm::AnyAqm::Droptail(_) => "droptail".into(),
-            aqm::AnyAqm::Pie(_) => "pie".into(),
-        }
-    }
-}
-
 /// Parse, build and run a scenario.
 pub fn run(sc: &Scenario, progress: &mut dyn FnMut(f64) -> bool) -> Result<RunOutput, SimError> {
     Sim::new(sc)?.run(progress)
 }
-
-#[allow(dead_code)]
-fn unused(_: Limit, _: Kind) {}
