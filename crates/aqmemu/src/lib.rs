@@ -1,0 +1,473 @@
+//! # aqmemu: a userspace bottleneck for real Linux traffic
+//!
+//! Packets leave the senders' network namespace through one TUN device and enter the
+//! receivers' namespace through another; in between, this process plays the
+//! scenario's bottleneck link in both directions: a queue run by the very same
+//! [`aqm`] state machine as the simulator, a transmitter that serializes packets at
+//! the link rate, and a propagation delay line. It is the userspace equivalent of a
+//! Linux qdisc plus netem (or of Mahimahi's link shells), and needs neither.
+//!
+//! Timing. The clock is CLOCK_MONOTONIC in integer nanoseconds. The transmitter keeps
+//! exact byte accounting: a packet starts when the previous one finished (or when it
+//! arrived, if the link was idle), however late the loop wakes, so the delivered rate
+//! over any busy period is the configured one. The loop sleeps in `ppoll` until the
+//! next deadline (a transmission end, a delivery, an AQM timer, a sample) minus a
+//! short margin, then spins to the deadline.
+//!
+//! Records are the simulator's columns ([`aqmsim::record::PacketLog`],
+//! [`aqmsim::record::LinkSeries`]) with times relative to the run's start, so the
+//! Python side writes the same tables and summary for emulated and simulated runs.
+
+pub mod packet;
+pub mod sys;
+
+use std::collections::VecDeque;
+use std::os::fd::RawFd;
+
+use aqm::{Admit, Ctx, Departure, Dropped, Duration, Limit, Qdisc, Rate, Stats, Time};
+use aqmsim::record::{LinkInfo, LinkSeries, PacketLog, EV_DEQUEUE, EV_DROP, EV_ENQUEUE, EV_MARK};
+use aqmsim::Scenario;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+pub use packet::{FlowMap, IpPacket, Pool};
+
+/// One direction of the bottleneck, as configured.
+#[derive(Clone, Debug)]
+pub struct PipeConfig {
+    pub name: String,
+    pub rate: Rate,
+    /// One-way propagation delay added after serialization.
+    pub delay: Duration,
+    pub aqm: aqm::AqmSpec,
+    pub limit: Limit,
+}
+
+/// What the bottleneck process needs to know.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Forward (senders to receivers) and reverse (ACKs) directions.
+    pub pipes: [PipeConfig; 2],
+    pub seed: u64,
+    pub interval: Duration,
+    /// Record one row per packet event (`record.packets`) on these pipes.
+    pub log_packets: [bool; 2],
+    pub flows: FlowMap,
+}
+
+impl Config {
+    /// The bottleneck of a scenario. The path between the namespaces has no access
+    /// links, so their propagation delay is folded into the bottleneck's, keeping the
+    /// base RTT of the simulated dumbbell (`Scenario::base_rtt`); their rate (100 Mbps
+    /// in Kuhn & Ros Fig. 1) is not emulated.
+    pub fn from_scenario(sc: &Scenario, flows: FlowMap) -> Result<Config, String> {
+        let b = &sc.bottleneck;
+        let delay = sc.access.delay + b.delay + sc.access.delay;
+        let fwd = sc.resolve_limit("bottleneck.buffer", b.buffer).map_err(|e| e.to_string())?;
+        let rev = sc.resolve_limit("bottleneck.reverse_buffer", b.reverse_buffer.unwrap_or(b.buffer)).map_err(|e| e.to_string())?;
+        let logged = |n: &str| sc.record.packets && sc.record.links.iter().any(|l| l == n);
+        Ok(Config {
+            pipes: [
+                PipeConfig { name: "bottleneck".into(), rate: b.rate, delay, aqm: b.aqm.clone(), limit: fwd },
+                // the reverse queue is DropTail, as in the simulator
+                PipeConfig { name: "bottleneck_rev".into(), rate: b.rate, delay, aqm: aqm::AqmSpec::default(), limit: rev },
+            ],
+            seed: sc.seed,
+            interval: sc.record.interval,
+            log_packets: [logged("bottleneck"), logged("bottleneck_rev")],
+            flows,
+        })
+    }
+}
+
+/// Counters at the last sample, to turn cumulative figures into per-interval ones.
+#[derive(Clone, Copy, Default)]
+struct Mark {
+    busy: u64,
+    tx_bytes: u64,
+    tx_packets: u64,
+    stats: Stats,
+}
+
+/// One direction: queue, transmitter, delay line.
+pub struct Pipe {
+    pub cfg: PipeConfig,
+    pub qdisc: Qdisc<IpPacket>,
+    rng: Xoshiro256PlusPlus,
+    drops: Vec<Dropped<IpPacket>>,
+    /// When the transmitter finishes the packet it is sending.
+    link_free: Time,
+    /// Packets serialized and propagating, with the time they reach the far end.
+    line: VecDeque<(Time, IpPacket)>,
+    busy_total: u64,
+    pub tx_bytes: u64,
+    pub tx_packets: u64,
+    pub delivered: u64,
+    pub write_errors: u64,
+    mark: Mark,
+    log: Option<u8>,
+}
+
+impl Pipe {
+    fn new(cfg: PipeConfig, seed: u64, log: Option<u8>) -> Pipe {
+        let qdisc = Qdisc::new(&cfg.aqm, cfg.limit);
+        let rng = aqmsim::rng::stream(seed, &cfg.name);
+        Pipe { cfg, qdisc, rng, drops: Vec::new(), link_free: Time::ZERO, line: VecDeque::new(), busy_total: 0, tx_bytes: 0, tx_packets: 0, delivered: 0, write_errors: 0, mark: Mark::default(), log }
+    }
+
+    fn aqm_delay(&self) -> i64 {
+        self.qdisc.probe().delay_estimate.map_or(-1, |d| d.as_nanos() as i64)
+    }
+
+    fn log_drops(&mut self, rec: &mut Recorder, t: Time, pool: &mut Pool) {
+        for d in self.drops.drain(..) {
+            if let (Some(link), Some(rt)) = (self.log, rec.rel(t)) {
+                if d.pkt.flow != u32::MAX {
+                    let soj = d.sojourn.map_or(-1, |s| s.as_nanos() as i64);
+                    let bl = self.qdisc.backlog().bytes;
+                    rec.packets.push(rt, link, d.pkt.flow, d.pkt.uid, d.pkt.kind, d.pkt.len as u32, EV_DROP, d.cause.index() as u8 + 1, soj, bl, -1);
+                }
+            }
+            pool.put(d.pkt);
+        }
+    }
+
+    /// A packet arrives at the queue.
+    fn arrive(&mut self, pkt: IpPacket, now: Time, rec: &mut Recorder, pool: &mut Pool) {
+        let (flow, uid, kind, len) = (pkt.flow, pkt.uid, pkt.kind, pkt.len as u32);
+        let mut ctx = Ctx { now, rng: &mut self.rng, link_rate: self.cfg.rate };
+        let admit = self.qdisc.enqueue(pkt, &mut ctx, &mut self.drops);
+        if let (Some(link), Some(rt), true) = (self.log, rec.rel(now), flow != u32::MAX) {
+            let bl = self.qdisc.backlog().bytes;
+            let ad = self.aqm_delay();
+            match admit {
+                Admit::Queued => rec.packets.push(rt, link, flow, uid, kind, len, EV_ENQUEUE, 0, -1, bl, ad),
+                Admit::Marked(c) => {
+                    rec.packets.push(rt, link, flow, uid, kind, len, EV_ENQUEUE, 0, -1, bl, ad);
+                    rec.packets.push(rt, link, flow, uid, kind, len, EV_MARK, c.index() as u8 + 1, -1, bl, ad);
+                }
+                Admit::Dropped(_) => {}
+            }
+        }
+        self.log_drops(rec, now, pool);
+    }
+
+    /// Run AQM timers and start every transmission due by `now`.
+    fn service(&mut self, now: Time, rec: &mut Recorder, pool: &mut Pool) {
+        while let Some(t) = self.qdisc.next_timer() {
+            if t > now {
+                break;
+            }
+            let mut ctx = Ctx { now: t, rng: &mut self.rng, link_rate: self.cfg.rate };
+            self.qdisc.on_timer(&mut ctx);
+        }
+        while self.link_free <= now && !self.qdisc.backlog().is_empty() {
+            let mut ctx = Ctx { now, rng: &mut self.rng, link_rate: self.cfg.rate };
+            let dep = self.qdisc.dequeue(&mut ctx, &mut self.drops);
+            self.log_drops(rec, now, pool);
+            let Some(Departure { pkt, marked, .. }) = dep else { break };
+            // exact byte accounting: back to back after the previous packet, or from
+            // the moment this one arrived if the link was idle
+            let start = self.link_free.max(pkt.arrived);
+            let tx = self.cfg.rate.tx_time(pkt.len as u64);
+            self.link_free = start + tx;
+            self.busy_total += tx.as_nanos();
+            self.tx_bytes += pkt.len as u64;
+            self.tx_packets += 1;
+            if let (Some(link), Some(rt), true) = (self.log, rec.rel(start), pkt.flow != u32::MAX) {
+                let soj = start.saturating_since(pkt.arrived).as_nanos() as i64;
+                let bl = self.qdisc.backlog().bytes;
+                let ad = self.aqm_delay();
+                rec.packets.push(rt, link, pkt.flow, pkt.uid, pkt.kind, pkt.len as u32, EV_DEQUEUE, 0, soj, bl, ad);
+                if let Some(c) = marked {
+                    rec.packets.push(rt, link, pkt.flow, pkt.uid, pkt.kind, pkt.len as u32, EV_MARK, c.index() as u8 + 1, soj, bl, ad);
+                }
+            }
+            self.line.push_back((self.link_free + self.cfg.delay, pkt));
+        }
+    }
+
+    /// Hand every packet whose propagation is over to the far end.
+    fn deliver(&mut self, now: Time, out: RawFd, pool: &mut Pool) {
+        while self.line.front().is_some_and(|(due, _)| *due <= now) {
+            let (_, pkt) = self.line.pop_front().unwrap();
+            if sys::write(out, pkt.bytes()) {
+                self.delivered += 1;
+            } else {
+                self.write_errors += 1;
+            }
+            pool.put(pkt);
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Time> {
+        let tx = (!self.qdisc.backlog().is_empty()).then_some(self.link_free);
+        [tx, self.line.front().map(|(t, _)| *t), self.qdisc.next_timer()].into_iter().flatten().min()
+    }
+
+    /// Busy time up to `t`: every started transmission, less what lies after `t`.
+    fn busy_until(&self, t: Time) -> u64 {
+        self.busy_total - self.link_free.saturating_since(t).as_nanos()
+    }
+
+    fn sample(&mut self, t: Time, rt: u64, index: u8, s: &mut LinkSeries) {
+        let busy = self.busy_until(t);
+        let st = self.qdisc.stats;
+        let m = self.mark;
+        let bl = self.qdisc.backlog();
+        let probe = self.qdisc.probe();
+        s.time_ns.push(rt);
+        s.link.push(index);
+        s.capacity_bps.push(self.cfg.rate.bps());
+        s.busy_ns.push(busy - m.busy);
+        s.tx_bytes.push(self.tx_bytes - m.tx_bytes);
+        s.tx_packets.push(self.tx_packets - m.tx_packets);
+        s.arrivals.push(st.arrivals - m.stats.arrivals);
+        s.drops_overflow.push(st.drops[0] - m.stats.drops[0]);
+        s.drops_random.push(st.drops[1] - m.stats.drops[1]);
+        s.drops_deterministic.push(st.drops[2] - m.stats.drops[2]);
+        s.marks.push(st.marked() - m.stats.marked());
+        s.backlog_bytes.push(bl.bytes);
+        s.backlog_packets.push(bl.packets);
+        s.drop_prob.push(probe.drop_prob.unwrap_or(f64::NAN));
+        s.aqm_delay_ns.push(probe.delay_estimate.map_or(-1, |d| d.as_nanos() as i64));
+        self.mark = Mark { busy, tx_bytes: self.tx_bytes, tx_packets: self.tx_packets, stats: st };
+    }
+
+    fn in_flight(&self) -> u64 {
+        self.qdisc.backlog().packets + self.line.len() as u64
+    }
+}
+
+/// Records are kept only after the run's start (`start` on the control channel),
+/// with times relative to it.
+struct Recorder {
+    origin: Option<Time>,
+    packets: PacketLog,
+    series: LinkSeries,
+}
+
+impl Recorder {
+    #[inline]
+    fn rel(&self, t: Time) -> Option<u64> {
+        self.origin.and_then(|o| t.checked_since(o)).map(|d| d.as_nanos())
+    }
+}
+
+/// Everything the bottleneck recorded.
+pub struct Output {
+    pub links: Vec<LinkInfo>,
+    pub logged_links: Vec<String>,
+    pub packets: PacketLog,
+    pub link_series: LinkSeries,
+    /// Nanoseconds from the start to the stop of recording.
+    pub recorded_ns: u64,
+    /// Packets that arrived, were written out, were dropped, were still inside.
+    pub arrived: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+    pub in_flight: u64,
+    /// Packets that were not IPv4 (never forwarded) and packets the far device refused.
+    pub ignored: u64,
+    pub write_errors: u64,
+    /// CPU time this thread used while recording, in ns (user + system).
+    pub cpu_ns: u64,
+}
+
+/// The file descriptors of a run: the TUN device in the senders' namespace, the one
+/// in the receivers' namespace, and the control channel (a pipe or socket; lines
+/// `start <CLOCK_MONOTONIC ns>` and `stop`; end of file also stops).
+#[derive(Clone, Copy, Debug)]
+pub struct Fds {
+    pub senders: RawFd,
+    pub receivers: RawFd,
+    pub control: RawFd,
+}
+
+/// Do not sleep in `ppoll` closer than this to a deadline: spin instead (the kernel
+/// wakes sleeping threads some tens of microseconds late).
+const SPIN_NS: u64 = 120_000;
+/// Packets read from one device per pass, so that neither direction starves the other.
+const READ_BATCH: usize = 64;
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid timespec pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Run the bottleneck until the control channel says stop (or closes).
+pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
+    for fd in [fds.senders, fds.receivers, fds.control] {
+        sys::set_nonblocking(fd).map_err(|e| format!("fd {fd}: {e}"))?;
+    }
+    sys::tight_timer_slack();
+    let epoch = sys::monotonic_ns();
+    let clock = || Time::from_nanos(sys::monotonic_ns().saturating_sub(epoch));
+    let mut logged_links = Vec::new();
+    let mut pipes: Vec<Pipe> = cfg
+        .pipes
+        .iter()
+        .enumerate()
+        .map(|(i, pc)| {
+            let log = cfg.log_packets[i].then(|| {
+                logged_links.push(pc.name.clone());
+                (logged_links.len() - 1) as u8
+            });
+            Pipe::new(pc.clone(), cfg.seed, log)
+        })
+        .collect();
+    let ins = [fds.senders, fds.receivers];
+    let outs = [fds.receivers, fds.senders];
+    let mut rec = Recorder { origin: None, packets: PacketLog::default(), series: LinkSeries::default() };
+    let mut pool = Pool::default();
+    let mut uid = 0u64;
+    let mut ignored = 0u64;
+    let mut ctl_buf: Vec<u8> = Vec::new();
+    let mut next_sample = Time::MAX;
+    let mut base: Vec<(Stats, u64, u64, u64)> = Vec::new();
+    let mut cpu0 = 0u64;
+    let mut readable = [true, true, true];
+    let stop_at;
+    loop {
+        let now = clock();
+        // control channel
+        if readable[2] {
+            let mut b = [0u8; 256];
+            let mut closed = false;
+            loop {
+                match sys::read(fds.control, &mut b) {
+                    Ok(Some(0)) => {
+                        closed = true;
+                        break;
+                    }
+                    Ok(Some(n)) => ctl_buf.extend_from_slice(&b[..n]),
+                    Ok(None) => break,
+                    Err(e) => return Err(format!("control channel: {e}")),
+                }
+            }
+            let mut stop = closed;
+            while let Some(i) = ctl_buf.iter().position(|&c| c == b'\n') {
+                let line: Vec<u8> = ctl_buf.drain(..=i).collect();
+                let line = String::from_utf8_lossy(&line);
+                let mut words = line.split_whitespace();
+                match (words.next(), words.next()) {
+                    (Some("start"), Some(t)) => {
+                        let abs: u64 = t.parse().map_err(|_| format!("control channel: bad start time {t:?}"))?;
+                        let origin = Time::from_nanos(abs.saturating_sub(epoch));
+                        rec.origin = Some(origin);
+                        next_sample = origin + cfg.interval;
+                        base = pipes.iter().map(|p| (p.qdisc.stats, p.delivered, p.tx_packets, p.write_errors)).collect();
+                        cpu0 = thread_cpu_ns();
+                    }
+                    (Some("stop"), _) => stop = true,
+                    (None, _) => {}
+                    (Some(other), _) => return Err(format!("control channel: unknown command {other:?}")),
+                }
+            }
+            if stop {
+                stop_at = now;
+                break;
+            }
+        }
+        // arrivals
+        for dir in 0..2 {
+            if !readable[dir] {
+                continue;
+            }
+            for _ in 0..READ_BATCH {
+                let mut p = pool.get();
+                match sys::read(ins[dir], &mut p.buf[..]) {
+                    Ok(Some(n)) if n > 0 => {
+                        p.len = n;
+                        if !p.parse(&cfg.flows, dir == 0) {
+                            ignored += 1;
+                            pool.put(p);
+                            continue;
+                        }
+                        p.uid = uid;
+                        uid += 1;
+                        p.arrived = clock();
+                        let t = p.arrived;
+                        pipes[dir].arrive(p, t, &mut rec, &mut pool);
+                    }
+                    Ok(_) => {
+                        pool.put(p);
+                        break;
+                    }
+                    Err(e) => return Err(format!("reading the {} TUN device: {e}", ["senders'", "receivers'"][dir])),
+                }
+            }
+        }
+        // transmissions, deliveries, samples
+        let now = clock();
+        for (dir, p) in pipes.iter_mut().enumerate() {
+            p.service(now, &mut rec, &mut pool);
+            p.deliver(now, outs[dir], &mut pool);
+        }
+        while next_sample <= now {
+            let rt = rec.rel(next_sample).unwrap_or(0);
+            for (i, p) in pipes.iter_mut().enumerate() {
+                p.sample(next_sample, rt, i as u8, &mut rec.series);
+            }
+            next_sample += cfg.interval;
+        }
+        // sleep until the next deadline, then spin the last stretch
+        let deadline = pipes.iter().filter_map(Pipe::next_deadline).chain([next_sample]).min().unwrap_or(Time::MAX);
+        let now = clock();
+        let wait = deadline.saturating_since(now).as_nanos();
+        let sleep = if wait > SPIN_NS { (wait - SPIN_NS).min(100_000_000) } else { 0 };
+        readable = sys::wait_readable(&[fds.senders, fds.receivers, fds.control], sleep);
+    }
+    let cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+    let recorded_ns = rec.rel(stop_at).unwrap_or(0);
+    if base.is_empty() {
+        base = vec![(Stats::default(), 0, 0, 0); 2];
+    }
+    let mut out = Output {
+        links: Vec::new(),
+        logged_links,
+        packets: rec.packets,
+        link_series: rec.series,
+        recorded_ns,
+        arrived: 0,
+        delivered: 0,
+        dropped: 0,
+        in_flight: 0,
+        ignored,
+        write_errors: 0,
+        cpu_ns,
+    };
+    for (p, (s0, _, _, w0)) in pipes.iter().zip(base) {
+        let s = p.qdisc.stats;
+        let stats = Stats {
+            arrivals: s.arrivals - s0.arrivals,
+            enqueued: s.enqueued - s0.enqueued,
+            dequeued: s.dequeued - s0.dequeued,
+            drops: [0, 1, 2].map(|i| s.drops[i] - s0.drops[i]),
+            marks: [0, 1, 2].map(|i| s.marks[i] - s0.marks[i]),
+            bytes_enqueued: s.bytes_enqueued - s0.bytes_enqueued,
+            bytes_dequeued: s.bytes_dequeued - s0.bytes_dequeued,
+        };
+        out.arrived += s.arrivals;
+        out.delivered += p.delivered;
+        out.dropped += s.dropped();
+        out.in_flight += p.in_flight();
+        out.write_errors += p.write_errors - w0;
+        out.links.push(LinkInfo {
+            name: p.cfg.name.clone(),
+            rate_bps: p.cfg.rate.bps(),
+            delay_ns: p.cfg.delay.as_nanos(),
+            aqm: p.qdisc.aqm.kind().to_string(),
+            limit_packets: p.cfg.limit.packets,
+            limit_bytes: p.cfg.limit.bytes,
+            stats,
+        });
+    }
+    // every packet read was forwarded, dropped with a cause, or is still inside
+    let wrote: u64 = pipes.iter().map(|p| p.delivered + p.write_errors).sum();
+    if out.arrived != wrote + out.dropped + out.in_flight {
+        return Err(format!("packet conservation broken: {} arrived, {} written, {} dropped, {} inside", out.arrived, wrote, out.dropped, out.in_flight));
+    }
+    Ok(out)
+}
