@@ -1,0 +1,327 @@
+"""`aqmlab emulate`: a scenario on the real Linux TCP stack, through a userspace
+bottleneck that runs the same AQM code as the simulator.
+
+Layout of a run (all objects named after the run, so that runs can coexist):
+
+    [aqe-<id>-snd]  senders ── TUN aqe<id>s ─┐
+                                             │  bottleneck process (Rust, aqmemu):
+                                             │  AQM queue + link rate + delay, each way
+    [aqe-<id>-rcv]  receivers ─ TUN aqe<id>r ┘
+
+The bottleneck runs in its own process (`aqmlab.emulate._bottleneck`), so that a
+crash of it is a real process crash: its TUN devices vanish with it, and this module
+notices, stops the traffic, removes the namespaces and reports the error. The
+traffic programs (`aqmlab.emulate._traffic`) run in the namespaces on the kernel's
+TCP (congestion control set per socket, ECN through the namespaces' sysctl).
+
+The run folder has the files of a simulated run, built from the bottleneck's records
+and the traffic programs' samples, so `summary.json` has the same keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _core
+from ..results import RunResult
+from ..scenario import ScenarioLike, source
+from . import netns
+from .netns import EmulationError, Names
+
+__all__ = ["emulate", "Cbr", "EmulationError", "cleanup_all", "leftovers"]
+
+cleanup_all = netns.cleanup_all
+leftovers = netns.leftovers
+
+BASE_PORT = 20000
+PORT = 5201
+# The kernel's names for the scenario's congestion controls.
+KERNEL_CC = {"cubic": "cubic", "newreno": "reno", "reno": "reno", "bbr": "bbr"}
+# Time given to the traffic programs to start before the run's t0.
+LEAD_NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Cbr:
+    """A constant-bit-rate UDP flow added to the scenario's traffic (used by the
+    accuracy tests: rate and one-way delay measured end to end)."""
+
+    name: str
+    rate_bps: int
+    size_bytes: int = 1200
+    start_ns: int = 0
+
+
+def _duration_ns(text: str) -> int:
+    from ..metrics import _ns
+
+    return _ns(text)
+
+
+def _plan_flows(sc: dict[str, Any], seed: int, cbr: Sequence[Cbr]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One entry per flow (with its group) and one per group, in the simulator's order."""
+    rng = np.random.default_rng(seed)
+    flows: list[dict[str, Any]] = []
+    groups: list[dict[str, Any]] = []
+    base_rtt = 2 * (2 * _duration_ns(sc["access"]["delay"]) + _duration_ns(sc["bottleneck"]["delay"]))
+    for gi, g in enumerate(sc["flows"]):
+        if g["kind"] != "bulk":
+            raise EmulationError(f"flows[{gi}].kind: \"{g['kind']}\" traffic is not emulated yet (only bulk)")
+        cc = g["tcp"]["cc"]
+        if cc not in KERNEL_CC:
+            raise EmulationError(f"flows[{gi}].tcp.cc: \"{cc}\" has no Linux counterpart here")
+        start = g.get("start", "0s")
+        for _ in range(g["count"]):
+            if isinstance(start, dict):
+                a, b = (_duration_ns(x) for x in start["uniform"])
+                s = int(rng.integers(a, b + 1))
+            else:
+                s = _duration_ns(start)
+            flows.append({"proto": "tcp", "cc": KERNEL_CC[cc], "start_ns": s, "group": gi, "ecn": bool(g["tcp"]["ecn"])})
+        groups.append({"name": g["name"], "kind": "bulk", "count": g["count"], "cc": KERNEL_CC[cc], "base_rtt_ns": base_rtt})
+    for c in cbr:
+        flows.append({"proto": "udp", "rate_bps": c.rate_bps, "size": c.size_bytes, "start_ns": c.start_ns, "group": len(groups)})
+        groups.append({"name": c.name, "kind": "cbr", "count": 1, "cc": None, "base_rtt_ns": base_rtt})
+    return flows, groups
+
+
+class _Term(Exception):
+    pass
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Term()
+
+
+def _readline(p: subprocess.Popen[bytes], timeout: float) -> str:
+    """A line from a child's stdout, or '' if it exited or timed out."""
+    assert p.stdout is not None
+    r, _, _ = select.select([p.stdout], [], [], timeout)
+    return p.stdout.readline().decode().strip() if r else ""
+
+
+def _spawn(args: list[str], ns: str | None = None, **kw: Any) -> subprocess.Popen[bytes]:
+    cmd = (["ip", "netns", "exec", ns] if ns else []) + [sys.executable, *args]
+    # a session of their own: Ctrl-C reaches this process only, and we stop them
+    return subprocess.Popen(cmd, start_new_session=True, **kw)
+
+
+def _stop(p: subprocess.Popen[bytes] | None) -> None:
+    if p is None or p.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 2.0)):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def emulate(
+    scenario: ScenarioLike,
+    overrides: Sequence[str] = (),
+    seed: int | None = None,
+    cbr: Sequence[Cbr] = (),
+    progress: Any = None,
+    run_id: str | None = None,
+) -> RunResult:
+    """Run `scenario` on real traffic and return its results (nothing is written)."""
+    netns.preflight()
+    src = source(scenario)
+    overrides = list(overrides)
+    sc = json.loads(_core.resolve_scenario(src.text, src.format, overrides, seed))
+    seed = sc["seed"]
+    flows, groups = _plan_flows(sc, seed, cbr)
+    ecn = any(f.get("ecn") for f in flows)
+    duration_ns = _duration_ns(sc["duration"])
+    interval_ns = _duration_ns(sc["record"]["interval"])
+    names = Names(run_id or secrets.token_hex(3))
+    work = Path(tempfile.mkdtemp(prefix=f"aqmlab-emulate-{names.run_id}-"))
+    procs: dict[str, subprocess.Popen[bytes] | None] = {"bottleneck": None, "recv": None, "send": None}
+    old_term = signal.signal(signal.SIGTERM, _on_sigterm) if _is_main_thread() else None
+    wall0 = time.perf_counter()
+    try:
+        netns.build(names, ecn)
+        spec = {
+            "text": src.text,
+            "format": src.format,
+            "overrides": overrides,
+            "seed": seed,
+            "tun_senders": names.tun_snd,
+            "tun_receivers": names.tun_rcv,
+            "base_port": BASE_PORT,
+            "flows": len(flows),
+        }
+        (work / "bottleneck.json").write_text(json.dumps(spec))
+        npz = work / "bottleneck.npz"
+        b = procs["bottleneck"] = _spawn(["-m", "aqmlab.emulate._bottleneck", str(work / "bottleneck.json"), str(npz)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        if _readline(b, 10.0) != "ready":
+            raise EmulationError(f"the bottleneck process did not start (exit code {b.poll()})")
+        netns.attach(names)
+        t0 = time.monotonic_ns() + LEAD_NS
+        plan = {
+            "t0_ns": t0,
+            "duration_ns": duration_ns,
+            "interval_ns": interval_ns,
+            "dst": netns.RCV_ADDR,
+            "port": PORT,
+            "base_port": BASE_PORT,
+            "flows": flows,
+        }
+        plan_path = work / "plan.json"
+        plan_path.write_text(json.dumps(plan))
+        r = procs["recv"] = _spawn(["-m", "aqmlab.emulate._traffic", "recv", str(plan_path)], ns=names.ns_rcv, stdout=subprocess.PIPE)
+        if _readline(r, 10.0) != "listening":
+            raise EmulationError("the receiver program did not start")
+        procs["send"] = _spawn(["-m", "aqmlab.emulate._traffic", "send", str(plan_path)], ns=names.ns_snd)
+        assert b.stdin is not None
+        b.stdin.write(f"start {t0}\n".encode())
+        b.stdin.flush()
+        end = t0 + duration_ns
+        while True:
+            code = b.poll()
+            if code is not None:
+                raise EmulationError(f"the bottleneck process died (exit code {code}); the run is lost")
+            if all(procs[k].poll() is not None for k in ("recv", "send")):  # type: ignore[union-attr]
+                break
+            if time.monotonic_ns() > end + 15_000_000_000:
+                raise EmulationError("the traffic programs did not finish")
+            if progress is not None:
+                progress(min(1.0, max(0.0, (time.monotonic_ns() - t0) / duration_ns)))
+            time.sleep(0.05)
+        for k in ("recv", "send"):
+            if procs[k].returncode != 0:  # type: ignore[union-attr]
+                raise EmulationError(f"the {k} program failed (exit code {procs[k].returncode})")  # type: ignore[union-attr]
+        b.stdin.write(b"stop\n")
+        b.stdin.close()
+        if _readline(b, 30.0) != "done" or b.wait(10) != 0:
+            raise EmulationError(f"the bottleneck process failed (exit code {b.poll()})")
+        wall = time.perf_counter() - wall0
+        recv = json.loads((work / "plan.json.recv.json").read_text())
+        send = json.loads((work / "plan.json.send.json").read_text())
+        if send["errors"]:
+            raise EmulationError("traffic: " + "; ".join(send["errors"][:3]))
+        with np.load(npz) as z:
+            bn = {k: z[k] for k in z.files}
+        raw = _assemble(sc, seed, groups, flows, bn, recv, send, wall, names.run_id)
+        return RunResult(raw)
+    finally:
+        for k in ("send", "recv", "bottleneck"):
+            _stop(procs[k])
+        netns.remove_run(names)
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+        for f in work.iterdir():
+            f.unlink()
+        work.rmdir()
+
+
+def _is_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str, Any]:
+    """The raw dict `RunResult` reads, from the bottleneck's records and the traffic samples."""
+    bmeta = json.loads(str(bn["meta"]))
+    packets = {k.split(".", 1)[1]: v for k, v in bn.items() if k.startswith("packets.")}
+    link_series = {k.split(".", 1)[1]: v for k, v in bn.items() if k.startswith("link_series.")}
+    n = len(flows)
+    # per-flow drops and marks at the bottleneck, from its packet records
+    fwd = bmeta["logged_links"].index("bottleneck") if "bottleneck" in bmeta["logged_links"] else -1
+    rev = bmeta["logged_links"].index("bottleneck_rev") if "bottleneck_rev" in bmeta["logged_links"] else -1
+    ev, fl, lk = packets["event"], packets["flow"], packets["link"]
+    drops = np.bincount(fl[(ev == 2) & (lk == fwd)], minlength=n)[:n]
+    ack_drops = np.bincount(fl[(ev == 2) & (lk == rev)], minlength=n)[:n]
+    marks = np.bincount(fl[(ev == 3) & (lk == fwd)], minlength=n)[:n]
+    final = {int(k): v for k, v in send["final"].items()}
+
+    def fin(i: int, key: str, default: int = 0) -> int:
+        return int(final.get(i, {}).get(key, default))
+
+    udp_sent = np.array([fin(i, "data_segs_out") for i in range(n)])
+    table = {
+        "flow": np.arange(n, dtype=np.uint32),
+        "group": np.array([f["group"] for f in flows], dtype=np.uint16),
+        "start_ns": np.array([f["start_ns"] for f in flows], dtype=np.uint64),
+        "end_ns": np.full(n, -1, dtype=np.int64),
+        "bytes_delivered": np.array(recv["delivered"], dtype=np.uint64),
+        "segments_sent": udp_sent.astype(np.uint64),
+        "retransmits": np.array([fin(i, "total_retrans") for i in range(n)], dtype=np.uint64),
+        # Linux's tcp_info does not count timeouts, recoveries or ECN reductions
+        "timeouts": np.zeros(n, dtype=np.uint64),
+        "recoveries": np.zeros(n, dtype=np.uint64),
+        "ecn_reductions": np.zeros(n, dtype=np.uint64),
+        "drops": drops.astype(np.uint64),
+        "ack_drops": ack_drops.astype(np.uint64),
+        "marks": marks.astype(np.uint64),
+        "min_rtt_ns": np.array([fin(i, "min_rtt_us", -1) * 1000 if i in final and "min_rtt_us" in final[i] else -1 for i in range(n)], dtype=np.int64),
+        "srtt_ns": np.array([fin(i, "rtt_us", -1) * 1000 if i in final and "rtt_us" in final[i] else -1 for i in range(n)], dtype=np.int64),
+        "base_rtt_ns": np.array([groups[f["group"]]["base_rtt_ns"] for f in flows], dtype=np.uint64),
+    }
+    # flow series: the sender's tcp_info samples joined with the receiver's delivered bytes
+    delivered_at = {(t, f): d for t, f, d in recv["rows"]}
+    rows = send["rows"]
+    fs = {
+        "time_ns": np.array([r["t"] for r in rows], dtype=np.uint64),
+        "flow": np.array([r["flow"] for r in rows], dtype=np.uint32),
+        "cwnd": np.array([r["cwnd"] for r in rows], dtype=float),
+        "ssthresh": np.array([r["ssthresh"] if r["ssthresh"] < 0x7FFFFFFF else np.nan for r in rows], dtype=float),
+        "srtt_ns": np.array([r["rtt_us"] * 1000 for r in rows], dtype=np.int64),
+        "rtt_ns": np.array([r["rtt_us"] * 1000 for r in rows], dtype=np.int64),
+        "rto_ns": np.array([r["rto_us"] * 1000 for r in rows], dtype=np.uint64),
+        # Linux's tcp_packets_in_flight: unacked - (sacked + lost) + retrans
+        "in_flight": np.array([max(0, r["unacked"] - r["sacked"] - r["lost"] + r["retrans"]) for r in rows], dtype=np.uint64),
+        "delivered_bytes": np.array([delivered_at.get((r["t"], r["flow"]), 0) for r in rows], dtype=np.uint64),
+        "snd_una": np.array([r["bytes_acked"] // max(r["mss"], 1) for r in rows], dtype=np.uint64),
+        "retransmits": np.array([r["total_retrans"] for r in rows], dtype=np.uint64),
+        "ca_state": np.array([_ca(r["ca_state"]) for r in rows], dtype=np.uint8),
+    }
+    links = bmeta["links"]
+    sent_total = int(sum(l["stats"]["arrivals"] for l in links))
+    meta = {
+        "scenario": sc,
+        "seed": seed,
+        "sim_seconds": bmeta["recorded_seconds"],
+        "wall_seconds": wall,
+        "events": sent_total,
+        "links": links,
+        "logged_links": bmeta["logged_links"],
+        "groups": groups,
+        "conservation": {"created": bmeta["arrived"], "delivered": bmeta["delivered"], "dropped": bmeta["dropped"], "in_flight": bmeta["in_flight"]},
+        "version": _core.__version__,
+        "emulated": {
+            "run_id": run_id,
+            "kernel": os.uname().release,
+            "bottleneck_cpu_seconds": bmeta["cpu_seconds"],
+            "ignored_packets": bmeta["ignored"],
+            "write_errors": bmeta["write_errors"],
+            "udp_ip_bytes": recv["udp_ip_bytes"],
+            "one_way_delay_ns": recv["owd_ns"],
+        },
+    }
+    return {"meta": json.dumps(meta), "packets": packets, "link_series": link_series, "flow_series": fs, "flows": table}
+
+
+def _ca(linux_state: int) -> int:
+    from ._traffic import CA_MAP
+
+    return CA_MAP.get(linux_state, 0)
