@@ -242,6 +242,8 @@ impl Pipe {
 /// with times relative to it.
 struct Recorder {
     origin: Option<Time>,
+    /// Recording ends here (the run's duration after its start).
+    end: Time,
     packets: PacketLog,
     series: LinkSeries,
 }
@@ -249,6 +251,9 @@ struct Recorder {
 impl Recorder {
     #[inline]
     fn rel(&self, t: Time) -> Option<u64> {
+        if t > self.end {
+            return None;
+        }
         self.origin.and_then(|o| t.checked_since(o)).map(|d| d.as_nanos())
     }
 }
@@ -261,7 +266,8 @@ pub struct Output {
     pub link_series: LinkSeries,
     /// Nanoseconds from the start to the stop of recording.
     pub recorded_ns: u64,
-    /// Packets that arrived, were written out, were dropped, were still inside.
+    /// Over the whole life of the bottleneck: packets that arrived, were written
+    /// out, were dropped, were still inside at the stop.
     pub arrived: u64,
     pub delivered: u64,
     pub dropped: u64,
@@ -275,7 +281,9 @@ pub struct Output {
 
 /// The file descriptors of a run: the TUN device in the senders' namespace, the one
 /// in the receivers' namespace, and the control channel (a pipe or socket; lines
-/// `start <CLOCK_MONOTONIC ns>` and `stop`; end of file also stops).
+/// `start <CLOCK_MONOTONIC ns> <duration ns>` and `stop`; end of file also stops).
+/// Packets are forwarded from the first moment to the stop; they are recorded, and
+/// counted in the links' statistics, from the start for the duration.
 #[derive(Clone, Copy, Debug)]
 pub struct Fds {
     pub senders: RawFd,
@@ -319,13 +327,14 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
         .collect();
     let ins = [fds.senders, fds.receivers];
     let outs = [fds.receivers, fds.senders];
-    let mut rec = Recorder { origin: None, packets: PacketLog::default(), series: LinkSeries::default() };
+    let mut rec = Recorder { origin: None, end: Time::MAX, packets: PacketLog::default(), series: LinkSeries::default() };
     let mut pool = Pool::default();
     let mut uid = 0u64;
     let mut ignored = 0u64;
     let mut ctl_buf: Vec<u8> = Vec::new();
     let mut next_sample = Time::MAX;
-    let mut base: Vec<(Stats, u64, u64, u64)> = Vec::new();
+    let mut base: Vec<(Stats, u64)> = Vec::new();
+    let mut last: Option<Vec<(Stats, u64)>> = None;
     let mut cpu0 = 0u64;
     let mut readable = [true, true, true];
     let stop_at;
@@ -351,18 +360,21 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
                 let line: Vec<u8> = ctl_buf.drain(..=i).collect();
                 let line = String::from_utf8_lossy(&line);
                 let mut words = line.split_whitespace();
-                match (words.next(), words.next()) {
-                    (Some("start"), Some(t)) => {
-                        let abs: u64 = t.parse().map_err(|_| format!("control channel: bad start time {t:?}"))?;
+                match (words.next(), words.next(), words.next()) {
+                    (Some("start"), Some(t), Some(d)) => {
+                        let (Ok(abs), Ok(dur)) = (t.parse::<u64>(), d.parse::<u64>()) else {
+                            return Err(format!("control channel: bad start command {line:?}"));
+                        };
                         let origin = Time::from_nanos(abs.saturating_sub(epoch));
                         rec.origin = Some(origin);
+                        rec.end = origin + Duration::from_nanos(dur);
                         next_sample = origin + cfg.interval;
-                        base = pipes.iter().map(|p| (p.qdisc.stats, p.delivered, p.tx_packets, p.write_errors)).collect();
+                        base = pipes.iter().map(|p| (p.qdisc.stats, p.write_errors)).collect();
                         cpu0 = thread_cpu_ns();
                     }
-                    (Some("stop"), _) => stop = true,
-                    (None, _) => {}
-                    (Some(other), _) => return Err(format!("control channel: unknown command {other:?}")),
+                    (Some("stop"), _, _) => stop = true,
+                    (None, _, _) => {}
+                    (Some(_), _, _) => return Err(format!("control channel: unknown command {line:?}")),
                 }
             }
             if stop {
@@ -405,7 +417,10 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
             p.service(now, &mut rec, &mut pool);
             p.deliver(now, outs[dir], &mut pool);
         }
-        while next_sample <= now {
+        if last.is_none() && now >= rec.end {
+            last = Some(pipes.iter().map(|p| (p.qdisc.stats, p.write_errors)).collect());
+        }
+        while next_sample <= now && next_sample <= rec.end {
             let rt = rec.rel(next_sample).unwrap_or(0);
             for (i, p) in pipes.iter_mut().enumerate() {
                 p.sample(next_sample, rt, i as u8, &mut rec.series);
@@ -413,17 +428,19 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
             next_sample += cfg.interval;
         }
         // sleep until the next deadline, then spin the last stretch
-        let deadline = pipes.iter().filter_map(Pipe::next_deadline).chain([next_sample]).min().unwrap_or(Time::MAX);
+        let sample_due = if next_sample <= rec.end { next_sample } else { Time::MAX };
+        let deadline = pipes.iter().filter_map(Pipe::next_deadline).chain([sample_due, if last.is_none() { rec.end } else { Time::MAX }]).min().unwrap_or(Time::MAX);
         let now = clock();
         let wait = deadline.saturating_since(now).as_nanos();
         let sleep = if wait > SPIN_NS { (wait - SPIN_NS).min(100_000_000) } else { 0 };
         readable = sys::wait_readable(&[fds.senders, fds.receivers, fds.control], sleep);
     }
     let cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
-    let recorded_ns = rec.rel(stop_at).unwrap_or(0);
+    let recorded_ns = rec.rel(stop_at.min(rec.end)).unwrap_or(0);
     if base.is_empty() {
-        base = vec![(Stats::default(), 0, 0, 0); 2];
+        base = vec![(Stats::default(), 0); 2];
     }
+    let last = last.unwrap_or_else(|| pipes.iter().map(|p| (p.qdisc.stats, p.write_errors)).collect());
     let mut out = Output {
         links: Vec::new(),
         logged_links,
@@ -438,8 +455,7 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
         write_errors: 0,
         cpu_ns,
     };
-    for (p, (s0, _, _, w0)) in pipes.iter().zip(base) {
-        let s = p.qdisc.stats;
+    for ((p, (s0, w0)), (s, w1)) in pipes.iter().zip(base).zip(last) {
         let stats = Stats {
             arrivals: s.arrivals - s0.arrivals,
             enqueued: s.enqueued - s0.enqueued,
@@ -449,11 +465,11 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
             bytes_enqueued: s.bytes_enqueued - s0.bytes_enqueued,
             bytes_dequeued: s.bytes_dequeued - s0.bytes_dequeued,
         };
-        out.arrived += s.arrivals;
+        out.arrived += p.qdisc.stats.arrivals;
         out.delivered += p.delivered;
-        out.dropped += s.dropped();
+        out.dropped += p.qdisc.stats.dropped();
         out.in_flight += p.in_flight();
-        out.write_errors += p.write_errors - w0;
+        out.write_errors += w1 - w0;
         out.links.push(LinkInfo {
             name: p.cfg.name.clone(),
             rate_bps: p.cfg.rate.bps(),

@@ -141,13 +141,19 @@ def emulate(
     cbr: Sequence[Cbr] = (),
     progress: Any = None,
     run_id: str | None = None,
+    scenario_flows: bool = True,
 ) -> RunResult:
-    """Run `scenario` on real traffic and return its results (nothing is written)."""
+    """Run `scenario` on real traffic and return its results (nothing is written).
+
+    `cbr` adds constant-bit-rate UDP flows; `scenario_flows=False` leaves out the
+    scenario's own flow groups (the accuracy tests measure the bottleneck with CBR only)."""
     netns.preflight()
     src = source(scenario)
     overrides = list(overrides)
     sc = json.loads(_core.resolve_scenario(src.text, src.format, overrides, seed))
     seed = sc["seed"]
+    if not scenario_flows:
+        sc["flows"] = []
     flows, groups = _plan_flows(sc, seed, cbr)
     ecn = any(f.get("ecn") for f in flows)
     duration_ns = _duration_ns(sc["duration"])
@@ -192,7 +198,7 @@ def emulate(
             raise EmulationError("the receiver program did not start")
         procs["send"] = _spawn(["-m", "aqmlab.emulate._traffic", "send", str(plan_path)], ns=names.ns_snd)
         assert b.stdin is not None
-        b.stdin.write(f"start {t0}\n".encode())
+        b.stdin.write(f"start {t0} {duration_ns}\n".encode())
         b.stdin.flush()
         end = t0 + duration_ns
         while True:
