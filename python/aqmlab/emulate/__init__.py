@@ -331,3 +331,39 @@ def _ca(linux_state: int) -> int:
     from ._traffic import CA_MAP
 
     return CA_MAP.get(linux_state, 0)
+
+
+def cli_run(a: Any, headline_table: Any, err: Any, console: Any, progress_runner: Any) -> int:
+    """`aqmlab emulate SCENARIO`: checks first (scenario, output folder, root and TUN),
+    then the run, then the run folder; one-line errors, nothing written on failure."""
+    from .. import results
+
+    try:
+        src = source(a.scenario)
+        resolved = json.loads(_core.resolve_scenario(src.text, src.format, a.set, a.seed))
+        _plan_flows(resolved, resolved["seed"], ())
+    except (_core.ScenarioError, EmulationError) as e:
+        return err(str(e))
+    out = Path(a.out) if a.out else Path("runs") / f"{resolved['name']}-seed{resolved['seed']}-emulated"
+    try:
+        results.check_out_dir(out)
+        netns.preflight()
+    except FileExistsError as e:
+        return err(str(e))
+    except EmulationError as e:
+        return err(str(e), 1)
+    con = console(a.quiet)
+    show_bar = sys.stderr.isatty() and not a.quiet
+    try:
+        with progress_runner(f"{resolved['name']} (emulated)", show_bar) as cb:
+            r = emulate(a.scenario, a.set, a.seed, progress=cb)
+        r.write(out, report=not a.no_report)
+    except EmulationError as e:
+        return err(str(e), 1)
+    except (KeyboardInterrupt, _Term):
+        print("aqmlab: interrupted; namespaces and processes removed, nothing written", file=sys.stderr)
+        return 130
+    s = r.summary
+    con.print(headline_table(s, f"{resolved['name']} (seed {s['seed']}, emulated: Linux {os.uname().release})"))
+    con.print(f"wrote {out}/ (summary.json, packets/flows/timeseries.parquet{', report.html' if not a.no_report else ''})")
+    return 0

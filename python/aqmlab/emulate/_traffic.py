@@ -103,9 +103,11 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
         while t0 + k * interval <= min(t, end):
             rows.extend((k * interval, f, delivered[f]) for f in range(n))
             k += 1
-        if t >= end:
+        # after the end, drain until the senders have closed (counting nothing), so
+        # that no sender sees its connection reset
+        if t >= end and (len(sel.get_map()) <= 2 or t >= end + 2_000_000_000):
             break
-        timeout = max(0.0, min(t0 + k * interval, end) - t) / 1e9
+        timeout = max(0.0, min(t0 + k * interval, end) - t) / 1e9 if t < end else 0.05
         for key, _ in sel.select(timeout):
             what = key.data
             if what == "listen":
@@ -125,7 +127,7 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
                     tr = now_ns()
                     if m >= UDP_HDR.size:
                         f, _, ts = UDP_HDR.unpack_from(buf)
-                        if 0 <= f < n and tr >= t0:
+                        if 0 <= f < n and t0 <= tr < end:
                             delivered[f] += m
                             udp_bytes[f] += m + 28
                             owd[f].append(tr - ts)
@@ -139,7 +141,7 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
                 if m == 0:
                     sel.unregister(key.fileobj)
                     key.fileobj.close()  # type: ignore[union-attr]
-                elif what >= 0 and now_ns() >= t0:
+                elif what >= 0 and t0 <= now_ns() < end:
                     delivered[what] += m
     with open(out, "w") as fh:
         json.dump({"delivered": delivered, "udp_ip_bytes": udp_bytes, "rows": rows, "owd_ns": owd}, fh)
@@ -174,7 +176,8 @@ def send_main(plan: dict[str, Any], out: str) -> None:
             except socket.timeout:
                 continue
             except OSError as e:
-                errors.append(f"flow {i}: send: {e}")
+                if now_ns() < end:
+                    errors.append(f"flow {i}: send: {e}")
                 break
         info = tcp_info(s)
         if info:
