@@ -52,6 +52,8 @@ pub struct Config {
     /// Record one row per packet event (`record.packets`) on these pipes.
     pub log_packets: [bool; 2],
     pub flows: FlowMap,
+    /// Ask for SCHED_FIFO (see [`sys::realtime_priority`]).
+    pub realtime: bool,
 }
 
 impl Config {
@@ -75,6 +77,7 @@ impl Config {
             interval: sc.record.interval,
             log_packets: [logged("bottleneck"), logged("bottleneck_rev")],
             flows,
+            realtime: true,
         })
     }
 }
@@ -187,9 +190,12 @@ impl Pipe {
     }
 
     /// Hand every packet whose propagation is over to the far end.
-    fn deliver(&mut self, now: Time, out: RawFd, pool: &mut Pool) {
+    fn deliver(&mut self, now: Time, out: RawFd, pool: &mut Pool, late: &mut Lateness, recording: bool) {
         while self.line.front().is_some_and(|(due, _)| *due <= now) {
-            let (_, pkt) = self.line.pop_front().unwrap();
+            let (due, pkt) = self.line.pop_front().unwrap();
+            if recording {
+                late.add(now.saturating_since(due));
+            }
             if sys::write(out, pkt.bytes()) {
                 self.delivered += 1;
             } else {
@@ -238,6 +244,39 @@ impl Pipe {
     }
 }
 
+/// How late packets left the delay line (the write time minus the due time), in
+/// 1 µs buckets up to 10 ms: the bottleneck's own timing error.
+pub struct Lateness {
+    pub buckets_us: Vec<u64>,
+}
+
+impl Lateness {
+    const BUCKETS: usize = 10_001;
+    fn new() -> Self {
+        Lateness { buckets_us: vec![0; Self::BUCKETS] }
+    }
+    fn add(&mut self, d: Duration) {
+        let i = ((d.as_nanos() / 1000) as usize).min(Self::BUCKETS - 1);
+        self.buckets_us[i] += 1;
+    }
+    /// The `q`-quantile (0..=1) in microseconds (the bucket's upper edge).
+    pub fn quantile_us(&self, q: f64) -> Option<u64> {
+        let n: u64 = self.buckets_us.iter().sum();
+        if n == 0 {
+            return None;
+        }
+        let target = ((q * n as f64).ceil() as u64).max(1);
+        let mut acc = 0;
+        for (i, c) in self.buckets_us.iter().enumerate() {
+            acc += c;
+            if acc >= target {
+                return Some(i as u64 + 1);
+            }
+        }
+        None
+    }
+}
+
 /// Records are kept only after the run's start (`start` on the control channel),
 /// with times relative to it.
 struct Recorder {
@@ -277,6 +316,10 @@ pub struct Output {
     pub write_errors: u64,
     /// CPU time this thread used while recording, in ns (user + system).
     pub cpu_ns: u64,
+    /// Delivery lateness of the packets delivered while recording.
+    pub lateness: Lateness,
+    /// Whether the loop ran under SCHED_FIFO.
+    pub realtime: bool,
 }
 
 /// The file descriptors of a run: the TUN device in the senders' namespace, the one
@@ -310,6 +353,7 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
         sys::set_nonblocking(fd).map_err(|e| format!("fd {fd}: {e}"))?;
     }
     sys::tight_timer_slack();
+    let realtime = cfg.realtime && sys::realtime_priority();
     let epoch = sys::monotonic_ns();
     let clock = || Time::from_nanos(sys::monotonic_ns().saturating_sub(epoch));
     let mut logged_links = Vec::new();
@@ -336,6 +380,8 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
     let mut base: Vec<(Stats, u64)> = Vec::new();
     let mut last: Option<Vec<(Stats, u64)>> = None;
     let mut cpu0 = 0u64;
+    let mut lateness = Lateness::new();
+    let mut cpu_end = 0u64;
     let mut readable = [true, true, true];
     let stop_at;
     loop {
@@ -415,10 +461,11 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
         let now = clock();
         for (dir, p) in pipes.iter_mut().enumerate() {
             p.service(now, &mut rec, &mut pool);
-            p.deliver(now, outs[dir], &mut pool);
+            p.deliver(now, outs[dir], &mut pool, &mut lateness, rec.rel(now).is_some());
         }
         if last.is_none() && now >= rec.end {
             last = Some(pipes.iter().map(|p| (p.qdisc.stats, p.write_errors)).collect());
+            cpu_end = thread_cpu_ns();
         }
         while next_sample <= now && next_sample <= rec.end {
             let rt = rec.rel(next_sample).unwrap_or(0);
@@ -435,7 +482,7 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
         let sleep = if wait > SPIN_NS { (wait - SPIN_NS).min(100_000_000) } else { 0 };
         readable = sys::wait_readable(&[fds.senders, fds.receivers, fds.control], sleep);
     }
-    let cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+    let cpu_ns = if cpu_end > 0 { cpu_end } else { thread_cpu_ns() }.saturating_sub(cpu0);
     let recorded_ns = rec.rel(stop_at.min(rec.end)).unwrap_or(0);
     if base.is_empty() {
         base = vec![(Stats::default(), 0); 2];
@@ -454,6 +501,8 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
         ignored,
         write_errors: 0,
         cpu_ns,
+        lateness,
+        realtime,
     };
     for ((p, (s0, w0)), (s, w1)) in pipes.iter().zip(base).zip(last) {
         let stats = Stats {
@@ -486,4 +535,22 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
         return Err(format!("packet conservation broken: {} arrived, {} written, {} dropped, {} inside", out.arrived, wrote, out.dropped, out.in_flight));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lateness_quantiles_are_bucket_upper_edges() {
+        let mut l = Lateness::new();
+        assert_eq!(l.quantile_us(0.5), None);
+        for us in [0u64, 0, 3, 3, 3, 7, 20, 50_000] {
+            l.add(Duration::from_micros(us));
+        }
+        // 8 samples: the 4th is 3 us (bucket [3, 4) us), the 8th is past 10 ms
+        assert_eq!(l.quantile_us(0.5), Some(4));
+        assert_eq!(l.quantile_us(0.25), Some(1));
+        assert_eq!(l.quantile_us(1.0), Some(10_001));
+    }
 }

@@ -66,3 +66,13 @@ pub fn wait_readable(fds: &[RawFd; 3], timeout_ns: u64) -> [bool; 3] {
     }
     p.map(|x| x.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0)
 }
+
+/// Best effort: run this thread under SCHED_FIFO so that the sender and receiver
+/// programs, which share the machine's cores, do not delay its deadlines. The
+/// kernel's real-time throttling (95 % by default) keeps the rest of the machine
+/// alive; the loop sleeps between deadlines anyway. Returns false without privilege.
+pub fn realtime_priority() -> bool {
+    let p = libc::sched_param { sched_priority: 10 };
+    // SAFETY: a valid sched_param for the calling thread (pid 0).
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
+}

@@ -283,23 +283,26 @@ def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str
         "srtt_ns": np.array([fin(i, "rtt_us", -1) * 1000 if i in final and "rtt_us" in final[i] else -1 for i in range(n)], dtype=np.int64),
         "base_rtt_ns": np.array([groups[f["group"]]["base_rtt_ns"] for f in flows], dtype=np.uint64),
     }
-    # flow series: the sender's tcp_info samples joined with the receiver's delivered bytes
-    delivered_at = {(t, f): d for t, f, d in recv["rows"]}
-    rows = send["rows"]
+    # flow series: every flow at every sample, the receiver's delivered bytes joined
+    # with the sender's tcp_info (absent for UDP flows: NaN / -1 / 0)
+    info = {(r["t"], r["flow"]): r for r in send["rows"]}
+    rows = recv["rows"]
+    none = {"cwnd": np.nan, "ssthresh": 0x7FFFFFFF, "rtt_us": -1, "rto_us": 0, "unacked": 0, "sacked": 0, "lost": 0, "retrans": 0, "bytes_acked": 0, "mss": 1, "total_retrans": 0, "ca_state": 0}
+    ti = [info.get((t, f), none) for t, f, _ in rows]
     fs = {
-        "time_ns": np.array([r["t"] for r in rows], dtype=np.uint64),
-        "flow": np.array([r["flow"] for r in rows], dtype=np.uint32),
-        "cwnd": np.array([r["cwnd"] for r in rows], dtype=float),
-        "ssthresh": np.array([r["ssthresh"] if r["ssthresh"] < 0x7FFFFFFF else np.nan for r in rows], dtype=float),
-        "srtt_ns": np.array([r["rtt_us"] * 1000 for r in rows], dtype=np.int64),
-        "rtt_ns": np.array([r["rtt_us"] * 1000 for r in rows], dtype=np.int64),
-        "rto_ns": np.array([r["rto_us"] * 1000 for r in rows], dtype=np.uint64),
+        "time_ns": np.array([t for t, _, _ in rows], dtype=np.uint64),
+        "flow": np.array([f for _, f, _ in rows], dtype=np.uint32),
+        "cwnd": np.array([r["cwnd"] for r in ti], dtype=float),
+        "ssthresh": np.array([r["ssthresh"] if r["ssthresh"] < 0x7FFFFFFF else np.nan for r in ti], dtype=float),
+        "srtt_ns": np.array([r["rtt_us"] * 1000 for r in ti], dtype=np.int64),
+        "rtt_ns": np.array([r["rtt_us"] * 1000 for r in ti], dtype=np.int64),
+        "rto_ns": np.array([r["rto_us"] * 1000 for r in ti], dtype=np.uint64),
         # Linux's tcp_packets_in_flight: unacked - (sacked + lost) + retrans
-        "in_flight": np.array([max(0, r["unacked"] - r["sacked"] - r["lost"] + r["retrans"]) for r in rows], dtype=np.uint64),
-        "delivered_bytes": np.array([delivered_at.get((r["t"], r["flow"]), 0) for r in rows], dtype=np.uint64),
-        "snd_una": np.array([r["bytes_acked"] // max(r["mss"], 1) for r in rows], dtype=np.uint64),
-        "retransmits": np.array([r["total_retrans"] for r in rows], dtype=np.uint64),
-        "ca_state": np.array([_ca(r["ca_state"]) for r in rows], dtype=np.uint8),
+        "in_flight": np.array([max(0, r["unacked"] - r["sacked"] - r["lost"] + r["retrans"]) for r in ti], dtype=np.uint64),
+        "delivered_bytes": np.array([d for _, _, d in rows], dtype=np.uint64),
+        "snd_una": np.array([r["bytes_acked"] // max(r["mss"], 1) for r in ti], dtype=np.uint64),
+        "retransmits": np.array([r["total_retrans"] for r in ti], dtype=np.uint64),
+        "ca_state": np.array([_ca(r["ca_state"]) for r in ti], dtype=np.uint8),
     }
     links = bmeta["links"]
     sent_total = int(sum(l["stats"]["arrivals"] for l in links))
@@ -318,6 +321,8 @@ def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str
             "run_id": run_id,
             "kernel": os.uname().release,
             "bottleneck_cpu_seconds": bmeta["cpu_seconds"],
+            "delivery_lateness_us": bmeta["lateness_us"],
+            "bottleneck_realtime": bmeta["realtime"],
             "ignored_packets": bmeta["ignored"],
             "write_errors": bmeta["write_errors"],
             "udp_ip_bytes": recv["udp_ip_bytes"],
