@@ -50,8 +50,8 @@ BASE_PORT = 20000
 PORT = 5201
 # The kernel's names for the scenario's congestion controls.
 KERNEL_CC = {"cubic": "cubic", "newreno": "reno", "reno": "reno", "bbr": "bbr"}
-# Time given to the traffic programs to start before the run's t0.
-LEAD_NS = 1_000_000_000
+# From "go" to the run's start.
+LEAD_NS = 100_000_000
 
 
 @dataclass(frozen=True)
@@ -181,9 +181,7 @@ def emulate(
         if _readline(b, 10.0) != "ready":
             raise EmulationError(f"the bottleneck process did not start (exit code {b.poll()})")
         netns.attach(names)
-        t0 = time.monotonic_ns() + LEAD_NS
         plan = {
-            "t0_ns": t0,
             "duration_ns": duration_ns,
             "interval_ns": interval_ns,
             "dst": netns.RCV_ADDR,
@@ -193,13 +191,18 @@ def emulate(
         }
         plan_path = work / "plan.json"
         plan_path.write_text(json.dumps(plan))
-        r = procs["recv"] = _spawn(["-m", "aqmlab.emulate._traffic", "recv", str(plan_path)], ns=names.ns_rcv, stdout=subprocess.PIPE)
-        if _readline(r, 10.0) != "listening":
+        r = procs["recv"] = _spawn(["-m", "aqmlab.emulate._traffic", "recv", str(plan_path)], ns=names.ns_rcv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        if _readline(r, 15.0) != "ready":
             raise EmulationError("the receiver program did not start")
-        procs["send"] = _spawn(["-m", "aqmlab.emulate._traffic", "send", str(plan_path)], ns=names.ns_snd)
-        assert b.stdin is not None
-        b.stdin.write(f"start {t0} {duration_ns}\n".encode())
-        b.stdin.flush()
+        snd = procs["send"] = _spawn(["-m", "aqmlab.emulate._traffic", "send", str(plan_path)], ns=names.ns_snd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        if _readline(snd, 15.0) != "ready":
+            raise EmulationError("the sender program did not start")
+        # everything is up: the run starts shortly, at the same instant for all three
+        t0 = time.monotonic_ns() + LEAD_NS
+        for p, line in ((b, f"start {t0} {duration_ns}"), (r, f"go {t0}"), (snd, f"go {t0}")):
+            assert p.stdin is not None
+            p.stdin.write(f"{line}\n".encode())
+            p.stdin.flush()
         end = t0 + duration_ns
         while True:
             code = b.poll()

@@ -2,13 +2,15 @@
 
 `python -m aqmlab.emulate._traffic recv PLAN` (receivers' namespace) and
 `... send PLAN` (senders' namespace). PLAN is a JSON file written by
-`aqmlab.emulate`: the run's start on CLOCK_MONOTONIC (`t0_ns`, shared by every
-process on the machine), its duration, the sampling interval, the receiver's
+`aqmlab.emulate`: the run's duration, the sampling interval, the receiver's
 address and port, and one entry per flow: `tcp` (a bulk transfer with the kernel's
 congestion control `cc`, set per socket with TCP_CONGESTION) or `udp` (constant bit
 rate, each datagram stamped with its send time so the receiver measures one-way
 delay). Flow `i` binds its sender socket to port `base_port + i`, which is how the
 bottleneck and the receiver name it.
+
+Once set up, each prints `ready` and waits for `go <t0_ns>` on stdin: the run's start
+on CLOCK_MONOTONIC, the clock every process on the machine shares.
 
 Both programs sample on the same grid, `t0 + k * interval`: the receiver the bytes
 delivered to the application per flow, the sender the kernel's `tcp_info` per TCP
@@ -74,8 +76,15 @@ def tcp_info(sock: socket.socket) -> dict[str, int] | None:
     }
 
 
+def wait_for_go(plan: dict[str, Any]) -> None:
+    """Block until the parent sends `go <t0_ns>` on stdin: the run's start."""
+    words = sys.stdin.readline().split()
+    if len(words) != 2 or words[0] != "go":
+        sys.exit(3)
+    plan["t0_ns"] = int(words[1])
+
+
 def recv_main(plan: dict[str, Any], out: str) -> None:
-    t0, end = plan["t0_ns"], plan["t0_ns"] + plan["duration_ns"]
     interval, base = plan["interval_ns"], plan["base_port"]
     n = len(plan["flows"])
     delivered = [0] * n
@@ -94,7 +103,9 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
     us.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     us.setblocking(False)
     sel.register(us, selectors.EVENT_READ, "udp")
-    print("listening", flush=True)
+    print("ready", flush=True)
+    wait_for_go(plan)
+    t0, end = plan["t0_ns"], plan["t0_ns"] + plan["duration_ns"]
     buf = bytearray(1 << 18)
     mv = memoryview(buf)
     k = 1
@@ -148,6 +159,8 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
 
 
 def send_main(plan: dict[str, Any], out: str) -> None:
+    print("ready", flush=True)
+    wait_for_go(plan)
     t0, end = plan["t0_ns"], plan["t0_ns"] + plan["duration_ns"]
     interval, base = plan["interval_ns"], plan["base_port"]
     dst = (plan["dst"], plan["port"])
