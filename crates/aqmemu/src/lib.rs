@@ -54,6 +54,10 @@ pub struct Config {
     pub flows: FlowMap,
     /// Ask for SCHED_FIFO (see [`sys::realtime_priority`]).
     pub realtime: bool,
+    /// Do not sleep in `ppoll` closer than this to a deadline: spin instead (a
+    /// sleeping thread wakes some microseconds late). More spin, more precision and
+    /// more CPU.
+    pub spin: Duration,
 }
 
 impl Config {
@@ -78,6 +82,7 @@ impl Config {
             log_packets: [logged("bottleneck"), logged("bottleneck_rev")],
             flows,
             realtime: true,
+            spin: DEFAULT_SPIN,
         })
     }
 }
@@ -334,9 +339,8 @@ pub struct Fds {
     pub control: RawFd,
 }
 
-/// Do not sleep in `ppoll` closer than this to a deadline: spin instead (the kernel
-/// wakes sleeping threads some tens of microseconds late).
-const SPIN_NS: u64 = 120_000;
+/// The default of [`Config::spin`] (measured in docs/emulation.md).
+pub const DEFAULT_SPIN: Duration = Duration::from_micros(20);
 /// Packets read from one device per pass, so that neither direction starves the other.
 const READ_BATCH: usize = 64;
 
@@ -479,7 +483,8 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
         let deadline = pipes.iter().filter_map(Pipe::next_deadline).chain([sample_due, if last.is_none() { rec.end } else { Time::MAX }]).min().unwrap_or(Time::MAX);
         let now = clock();
         let wait = deadline.saturating_since(now).as_nanos();
-        let sleep = if wait > SPIN_NS { (wait - SPIN_NS).min(100_000_000) } else { 0 };
+        let spin = cfg.spin.as_nanos();
+        let sleep = if wait > spin { (wait - spin).min(100_000_000) } else { 0 };
         readable = sys::wait_readable(&[fds.senders, fds.receivers, fds.control], sleep);
     }
     let cpu_ns = if cpu_end > 0 { cpu_end } else { thread_cpu_ns() }.saturating_sub(cpu0);

@@ -41,6 +41,15 @@ macro_rules! columns {
     }};
 }
 
+/// The bottleneck's records, shared by simulated and emulated runs.
+fn set_link_columns(py: Python<'_>, d: &Bound<'_, PyDict>, p: aqmsim::record::PacketLog, l: aqmsim::record::LinkSeries) -> PyResult<()> {
+    d.set_item("packets", columns!(py, p, [time_ns, link, flow, uid, kind, size, event, cause, sojourn_ns, backlog_bytes, aqm_delay_ns]))?;
+    d.set_item(
+        "link_series",
+        columns!(py, l, [time_ns, link, capacity_bps, busy_ns, tx_bytes, tx_packets, arrivals, drops_overflow, drops_random, drops_deterministic, marks, backlog_bytes, backlog_packets, drop_prob, aqm_delay_ns]),
+    )
+}
+
 fn to_python<'py>(py: Python<'py>, o: RunOutput) -> PyResult<Bound<'py, PyDict>> {
     let scenario: serde_json::Value = serde_json::from_str(&o.scenario_json).expect("scenario JSON");
     let meta = serde_json::json!({
@@ -57,13 +66,7 @@ fn to_python<'py>(py: Python<'py>, o: RunOutput) -> PyResult<Bound<'py, PyDict>>
     });
     let d = PyDict::new(py);
     d.set_item("meta", meta.to_string())?;
-    let p = o.packets;
-    d.set_item("packets", columns!(py, p, [time_ns, link, flow, uid, kind, size, event, cause, sojourn_ns, backlog_bytes, aqm_delay_ns]))?;
-    let l = o.link_series;
-    d.set_item(
-        "link_series",
-        columns!(py, l, [time_ns, link, capacity_bps, busy_ns, tx_bytes, tx_packets, arrivals, drops_overflow, drops_random, drops_deterministic, marks, backlog_bytes, backlog_packets, drop_prob, aqm_delay_ns]),
-    )?;
+    set_link_columns(py, &d, o.packets, o.link_series)?;
     let f = o.flow_series;
     d.set_item(
         "flow_series",
@@ -116,7 +119,7 @@ fn run<'py>(py: Python<'py>, text: &str, format: &str, overrides: Vec<String>, s
 /// port is `base_port + i`. Returns a dict: `meta` (JSON: links, logged links,
 /// counters) and column dicts `packets` and `link_series`. Runs without the GIL.
 #[pyfunction]
-#[pyo3(signature = (text, format, overrides, seed, tun_senders, tun_receivers, control, base_port, flows))]
+#[pyo3(signature = (text, format, overrides, seed, tun_senders, tun_receivers, control, base_port, flows, spin_ns = None))]
 #[allow(clippy::too_many_arguments)]
 fn emulate_bottleneck<'py>(
     py: Python<'py>,
@@ -129,9 +132,13 @@ fn emulate_bottleneck<'py>(
     control: i32,
     base_port: u16,
     flows: u32,
+    spin_ns: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let sc = parse(text, format, &overrides, seed)?;
-    let cfg = aqmemu::Config::from_scenario(&sc, aqmemu::FlowMap { base_port, flows }).map_err(ScenarioError::new_err)?;
+    let mut cfg = aqmemu::Config::from_scenario(&sc, aqmemu::FlowMap { base_port, flows }).map_err(ScenarioError::new_err)?;
+    if let Some(ns) = spin_ns {
+        cfg.spin = aqm::Duration::from_nanos(ns);
+    }
     let fds = aqmemu::Fds { senders: tun_senders, receivers: tun_receivers, control };
     let o = py.detach(|| aqmemu::run(&cfg, fds)).map_err(PyRuntimeError::new_err)?;
     let meta = serde_json::json!({
@@ -150,13 +157,7 @@ fn emulate_bottleneck<'py>(
     });
     let d = PyDict::new(py);
     d.set_item("meta", meta.to_string())?;
-    let p = o.packets;
-    d.set_item("packets", columns!(py, p, [time_ns, link, flow, uid, kind, size, event, cause, sojourn_ns, backlog_bytes, aqm_delay_ns]))?;
-    let l = o.link_series;
-    d.set_item(
-        "link_series",
-        columns!(py, l, [time_ns, link, capacity_bps, busy_ns, tx_bytes, tx_packets, arrivals, drops_overflow, drops_random, drops_deterministic, marks, backlog_bytes, backlog_packets, drop_prob, aqm_delay_ns]),
-    )?;
+    set_link_columns(py, &d, o.packets, o.link_series)?;
     Ok(d)
 }
 

@@ -174,6 +174,8 @@ def emulate(
             "tun_receivers": names.tun_rcv,
             "base_port": BASE_PORT,
             "flows": len(flows),
+            # the bottleneck's spin margin (ns) before deadlines, for measurements
+            "spin_ns": int(os.environ["AQMLAB_EMULATE_SPIN_NS"]) if os.environ.get("AQMLAB_EMULATE_SPIN_NS") else None,
         }
         (work / "bottleneck.json").write_text(json.dumps(spec))
         npz = work / "bottleneck.npz"
@@ -257,10 +259,12 @@ def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str
     # per-flow drops and marks at the bottleneck, from its packet records
     fwd = bmeta["logged_links"].index("bottleneck") if "bottleneck" in bmeta["logged_links"] else -1
     rev = bmeta["logged_links"].index("bottleneck_rev") if "bottleneck_rev" in bmeta["logged_links"] else -1
-    ev, fl, lk = packets["event"], packets["flow"], packets["link"]
-    drops = np.bincount(fl[(ev == 2) & (lk == fwd)], minlength=n)[:n]
-    ack_drops = np.bincount(fl[(ev == 2) & (lk == rev)], minlength=n)[:n]
-    marks = np.bincount(fl[(ev == 3) & (lk == fwd)], minlength=n)[:n]
+    ev, fl, lk = packets["event"], packets["flow"], packets["link"].astype(np.int64)
+
+    def per_flow(event: int, link: int) -> np.ndarray:
+        return np.bincount(fl[(ev == event) & (lk == link)], minlength=n)[:n]
+
+    drops, ack_drops, marks = per_flow(2, fwd), per_flow(2, rev), per_flow(3, fwd)
     final = {int(k): v for k, v in send["final"].items()}
 
     def fin(i: int, key: str, default: int = 0) -> int:
