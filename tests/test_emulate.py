@@ -67,6 +67,7 @@ def test_delivered_rate_is_the_configured_rate_under_saturation():
     d = dict(zip(fs["time_ns"].tolist(), fs["delivered_bytes"].tolist()))
     got = (d[3_000_000_000] - d[500_000_000]) * size / (size - 28) * 8 / 2.5
     assert abs(got / RATE - 1) < 0.01, got
+    print(f"\nsaturation: link carried {sent / 1e6:.4f} Mbps, receiver got {got / 1e6:.4f} Mbps (IP bytes) of {RATE / 1e6:.0f} Mbps")
     s = r.summary["bottleneck"]
     assert s["utilization"]["p5"] > 0.99
     assert s["drops"]["overflow"] > 0 and s["drops"]["random"] == 0
@@ -87,6 +88,7 @@ def test_added_one_way_delay_is_the_configured_delay_at_low_load():
     assert owd.min() > expected_ms - 0.05  # never early
     # the bottleneck's own timing error: how late packets left its delay line
     late = r.meta["emulated"]["delivery_lateness_us"]
+    print(f"\nlow load: one-way delay p50 {p50:.3f} ms, p90 {p90:.3f} ms, min {owd.min():.3f} ms, expected {expected_ms:.3f} ms; bottleneck lateness {late} us")
     assert late["p99"] < 500, late
 
 
@@ -108,7 +110,10 @@ def test_emulated_run_writes_the_files_and_summary_keys_of_a_simulated_run(cli, 
 
     emu = json.loads((tmp_path / "emu" / "summary.json").read_text())
     sim = json.loads((tmp_path / "sim" / "summary.json").read_text())
-    assert keys(emu) == keys(sim)
+    # the same keys, plus how the emulation went
+    assert keys(emu) - keys(sim) == {k for k in keys(emu) if k.startswith("emulation")}
+    assert keys(sim) <= keys(emu)
+    assert emu["emulation"]["bottleneck_realtime"] in (True, False)
     assert {p.name for p in (tmp_path / "emu").iterdir()} == {p.name for p in (tmp_path / "sim").iterdir()}
     b = emu["bottleneck"]
     assert b["aqm"] == "pie" and b["queue_delay_ms"]["p50"] is not None

@@ -195,11 +195,11 @@ impl Pipe {
     }
 
     /// Hand every packet whose propagation is over to the far end.
-    fn deliver(&mut self, now: Time, out: RawFd, pool: &mut Pool, late: &mut Lateness, recording: bool) {
+    fn deliver(&mut self, now: Time, out: RawFd, pool: &mut Pool, late: &mut Lateness, recording: Option<u64>) {
         while self.line.front().is_some_and(|(due, _)| *due <= now) {
             let (due, pkt) = self.line.pop_front().unwrap();
-            if recording {
-                late.add(now.saturating_since(due));
+            if let Some(at) = recording {
+                late.add(now.saturating_since(due), at);
             }
             if sys::write(out, pkt.bytes()) {
                 self.delivered += 1;
@@ -253,14 +253,21 @@ impl Pipe {
 /// 1 µs buckets up to 10 ms: the bottleneck's own timing error.
 pub struct Lateness {
     pub buckets_us: Vec<u64>,
+    /// The first stalls (deliveries more than 1 ms late): (time since the start in
+    /// ns, lateness in ns), at most [`Lateness::MAX_STALLS`].
+    pub stalls: Vec<(u64, u64)>,
 }
 
 impl Lateness {
     const BUCKETS: usize = 10_001;
+    pub const MAX_STALLS: usize = 100;
     fn new() -> Self {
-        Lateness { buckets_us: vec![0; Self::BUCKETS] }
+        Lateness { buckets_us: vec![0; Self::BUCKETS], stalls: Vec::new() }
     }
-    fn add(&mut self, d: Duration) {
+    fn add(&mut self, d: Duration, at: u64) {
+        if d.as_nanos() > 1_000_000 && self.stalls.len() < Self::MAX_STALLS {
+            self.stalls.push((at, d.as_nanos()));
+        }
         let i = ((d.as_nanos() / 1000) as usize).min(Self::BUCKETS - 1);
         self.buckets_us[i] += 1;
     }
@@ -465,7 +472,7 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
         let now = clock();
         for (dir, p) in pipes.iter_mut().enumerate() {
             p.service(now, &mut rec, &mut pool);
-            p.deliver(now, outs[dir], &mut pool, &mut lateness, rec.rel(now).is_some());
+            p.deliver(now, outs[dir], &mut pool, &mut lateness, rec.rel(now));
         }
         if last.is_none() && now >= rec.end {
             last = Some(pipes.iter().map(|p| (p.qdisc.stats, p.write_errors)).collect());
@@ -551,11 +558,12 @@ mod tests {
         let mut l = Lateness::new();
         assert_eq!(l.quantile_us(0.5), None);
         for us in [0u64, 0, 3, 3, 3, 7, 20, 50_000] {
-            l.add(Duration::from_micros(us));
+            l.add(Duration::from_micros(us), 0);
         }
         // 8 samples: the 4th is 3 us (bucket [3, 4) us), the 8th is past 10 ms
         assert_eq!(l.quantile_us(0.5), Some(4));
         assert_eq!(l.quantile_us(0.25), Some(1));
         assert_eq!(l.quantile_us(1.0), Some(10_001));
+        assert_eq!(l.stalls, vec![(0, 50_000_000)]);
     }
 }

@@ -154,6 +154,7 @@ fn emulate_bottleneck<'py>(
         "cpu_seconds": o.cpu_ns as f64 / 1e9,
         "realtime": o.realtime,
         "lateness_us": {"p50": o.lateness.quantile_us(0.5), "p99": o.lateness.quantile_us(0.99), "p999": o.lateness.quantile_us(0.999), "max_bucket": o.lateness.quantile_us(1.0)},
+        "stalls": o.lateness.stalls,
     });
     let d = PyDict::new(py);
     d.set_item("meta", meta.to_string())?;

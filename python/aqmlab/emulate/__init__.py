@@ -232,7 +232,13 @@ def emulate(
         with np.load(npz) as z:
             bn = {k: z[k] for k in z.files}
         raw = _assemble(sc, seed, groups, flows, bn, recv, send, wall, names.run_id)
-        return RunResult(raw)
+        result = RunResult(raw)
+        # the keys of a simulated run, plus how the emulation itself went
+        em = result.meta["emulated"]
+        result.summary["emulation"] = {
+            k: em[k] for k in ("run_id", "kernel", "bottleneck_cpu_seconds", "delivery_lateness_us", "bottleneck_realtime", "ignored_packets", "write_errors")
+        }
+        return result
     finally:
         for k in ("send", "recv", "bottleneck"):
             _stop(procs[k])
@@ -330,6 +336,7 @@ def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str
             "bottleneck_cpu_seconds": bmeta["cpu_seconds"],
             "delivery_lateness_us": bmeta["lateness_us"],
             "bottleneck_realtime": bmeta["realtime"],
+            "stalls_ns": bmeta["stalls"],
             "ignored_packets": bmeta["ignored"],
             "write_errors": bmeta["write_errors"],
             "udp_ip_bytes": recv["udp_ip_bytes"],
