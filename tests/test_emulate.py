@@ -203,7 +203,7 @@ def test_cleanup_removes_leftovers_of_a_killed_run(cli):
         time.sleep(0.2)
         code, out, err = cli("emulate", "--cleanup")
         assert code == 0, err
-        assert "removed 1 namespaces" in out
+        assert out.startswith("removed ")
         assert _nothing_left({"ffffff"}) == []
     finally:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)

@@ -164,7 +164,6 @@ def emulate(
     old_term = signal.signal(signal.SIGTERM, _on_sigterm) if _is_main_thread() else None
     wall0 = time.perf_counter()
     try:
-        netns.build(names, ecn)
         spec = {
             "text": src.text,
             "format": src.format,
@@ -182,6 +181,8 @@ def emulate(
         b = procs["bottleneck"] = _spawn(["-m", "aqmlab.emulate._bottleneck", str(work / "bottleneck.json"), str(npz)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         if _readline(b, 10.0) != "ready":
             raise EmulationError(f"the bottleneck process did not start (exit code {b.poll()})")
+        # the namespaces exist only while the bottleneck process does (see netns.leftovers)
+        netns.build(names, ecn)
         netns.attach(names)
         plan = {
             "duration_ns": duration_ns,

@@ -91,18 +91,54 @@ def bottleneck_pids(run_id: str | None = None) -> list[int]:
                 args = fh.read().split(b"\0")
         except OSError:
             continue
-        if b"aqmlab.emulate._bottleneck" in args and (run_id is None or any(f"aqe{run_id}".encode() in a or f"-{run_id}-".encode() in a for a in args)):
+        if b"aqmlab.emulate._bottleneck" in args and (run_id is None or any(f"aqmlab-emulate-{run_id}-".encode() in a for a in args)):
             pids.append(int(d))
     return pids
 
 
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _run_id_of(name: str) -> str:
+    """`aqe-<id>-snd` -> id; `aqe<id>s` -> id."""
+    if name.startswith(PREFIX):
+        return name[len(PREFIX) :].split("-")[0]
+    return name[len("aqe") : -1]
+
+
 def leftovers() -> dict[str, list]:
-    """What earlier runs left: namespaces, devices, bottleneck processes."""
+    """What killed runs left: namespaces and devices of runs whose bottleneck process
+    is gone, and bottleneck processes whose `aqmlab emulate` is gone. A run in
+    progress always has its bottleneck process (it starts before the namespaces and
+    devices exist), so runs still going are never listed."""
+    alive = {pid: _cmdline(pid) for pid in bottleneck_pids()}
+    # a bottleneck's parent is the Python process that runs the emulation; once that
+    # is gone the bottleneck is reparented (to init or a subreaper)
+    orphans = [pid for pid in alive if _parent(pid) <= 1 or "python" not in _cmdline(_parent(pid))]
+    live_ids = {rid for pid, cmd in alive.items() if pid not in orphans for rid in _ids_in(cmd)}
     return {
-        "namespaces": [n for n in namespaces() if n.startswith(PREFIX)],
-        "devices": [d for d in devices() if d.startswith("aqe")],
-        "processes": bottleneck_pids(),
+        "namespaces": [n for n in namespaces() if n.startswith(PREFIX) and _run_id_of(n) not in live_ids],
+        "devices": [d for d in devices() if d.startswith("aqe") and _run_id_of(d) not in live_ids],
+        "processes": orphans,
     }
+
+
+def _ids_in(cmd: str) -> set[str]:
+    """Run ids named in a bottleneck's command line (its work folder carries the id)."""
+    return {part.split("aqmlab-emulate-", 1)[1].split("-")[0] for part in cmd.split() if "aqmlab-emulate-" in part}
 
 
 def _kill_namespace_pids(ns: str) -> None:
@@ -146,7 +182,8 @@ def remove_run(names: Names) -> None:
 
 
 def cleanup_all() -> dict[str, list]:
-    """Remove the leftovers of every run (`aqmlab emulate --cleanup`); returns what was found."""
+    """Remove the leftovers of killed runs (`aqmlab emulate --cleanup`), leaving runs
+    in progress alone; returns what was found."""
     found = leftovers()
     for p in found["processes"]:
         try:
