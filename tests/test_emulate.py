@@ -221,3 +221,23 @@ def test_without_root_one_line_error_and_nothing_created(monkeypatch, tmp_path, 
     assert not (tmp_path / "x").exists()
     if _can_emulate():
         assert netns.namespaces() == before
+
+
+@needs_emulation
+def test_two_runs_coexist_and_cleanup_leaves_runs_in_progress_alone(cli, tmp_path):
+    args = ["emulate", "madpie-proof", "--set", "duration=4s", "--set", "bottleneck.delay=48ms", "--set", "flows.0.count=2", "--no-report", "-q"]
+    runs = [
+        subprocess.Popen([sys.executable, "-m", "aqmlab.cli", *args, "--out", str(tmp_path / f"run{i}")], stderr=subprocess.PIPE, text=True)
+        for i in range(2)
+    ]
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and sum(len(_child_bottlenecks(p.pid)) for p in runs) < 2:
+        time.sleep(0.05)
+    time.sleep(1.5)
+    code, out, err = cli("emulate", "--cleanup")
+    assert code == 0, err
+    for i, p in enumerate(runs):
+        _, err = p.communicate(timeout=30)
+        assert p.returncode == 0, err
+        s = json.loads((tmp_path / f"run{i}" / "summary.json").read_text())
+        assert s["classes"]["bulk"]["goodput_mbps"] > 5

@@ -237,7 +237,9 @@ def emulate(
         # the keys of a simulated run, plus how the emulation itself went
         em = result.meta["emulated"]
         result.summary["emulation"] = {
-            k: em[k] for k in ("run_id", "kernel", "bottleneck_cpu_seconds", "delivery_lateness_us", "bottleneck_realtime", "ignored_packets", "write_errors")
+            **{k: em[k] for k in ("run_id", "kernel", "bottleneck_cpu_seconds", "delivery_lateness_us", "bottleneck_realtime", "ignored_packets", "write_errors")},
+            # deliveries more than 1 ms late (the first 100 are listed in the metadata)
+            "stalls": len(em["stalls_ns"]),
         }
         return result
     finally:
