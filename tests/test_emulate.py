@@ -241,3 +241,18 @@ def test_two_runs_coexist_and_cleanup_leaves_runs_in_progress_alone(cli, tmp_pat
         assert p.returncode == 0, err
         s = json.loads((tmp_path / f"run{i}" / "summary.json").read_text())
         assert s["classes"]["bulk"]["goodput_mbps"] > 5
+
+
+@needs_emulation
+def test_after_the_parent_is_killed_cleanup_removes_what_it_left(cli, tmp_path):
+    p, run_id = _start_cli_run(tmp_path)
+    p.kill()  # SIGKILL: no finally runs in aqmlab emulate
+    p.wait(timeout=10)  # (its pipes stay open while the orphaned traffic programs live)
+    # the bottleneck sees its control pipe close and exits, taking its TUN devices
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and netns.bottleneck_pids(run_id):
+        time.sleep(0.05)
+    assert netns.bottleneck_pids(run_id) == []
+    code, out, err = cli("emulate", "--cleanup")
+    assert code == 0, err
+    assert _nothing_left({run_id}) == []
