@@ -20,6 +20,7 @@
 
 pub mod packet;
 pub mod sys;
+pub mod trace;
 
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -30,6 +31,7 @@ use aqmsim::Scenario;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub use packet::{FlowMap, IpPacket, Pool};
+pub use trace::Trace;
 
 /// One direction of the bottleneck, as configured.
 #[derive(Clone, Debug)]
@@ -40,6 +42,9 @@ pub struct PipeConfig {
     pub delay: Duration,
     pub aqm: aqm::AqmSpec,
     pub limit: Limit,
+    /// A Mahimahi delivery trace instead of the constant rate (`rate` is then the
+    /// trace's mean, for the AQMs that need a link rate).
+    pub trace: Option<Trace>,
 }
 
 /// What the bottleneck process needs to know.
@@ -73,9 +78,9 @@ impl Config {
         let logged = |n: &str| sc.record.packets && sc.record.links.iter().any(|l| l == n);
         Ok(Config {
             pipes: [
-                PipeConfig { name: "bottleneck".into(), rate: b.rate, delay, aqm: b.aqm.clone(), limit: fwd },
+                PipeConfig { name: "bottleneck".into(), rate: b.rate, delay, aqm: b.aqm.clone(), limit: fwd, trace: None },
                 // the reverse queue is DropTail, as in the simulator
-                PipeConfig { name: "bottleneck_rev".into(), rate: b.rate, delay, aqm: aqm::AqmSpec::default(), limit: rev },
+                PipeConfig { name: "bottleneck_rev".into(), rate: b.rate, delay, aqm: aqm::AqmSpec::default(), limit: rev, trace: None },
             ],
             seed: sc.seed,
             interval: sc.record.interval,
@@ -85,6 +90,27 @@ impl Config {
             spin: DEFAULT_SPIN,
         })
     }
+
+    /// Replace the forward direction's constant rate by a delivery trace.
+    pub fn with_trace(mut self, trace: Trace) -> Config {
+        self.pipes[0].rate = trace.mean_rate();
+        self.pipes[0].trace = Some(trace);
+        self
+    }
+}
+
+/// A trace-driven transmitter's state.
+#[derive(Debug)]
+struct TraceTx {
+    trace: Trace,
+    /// Opportunities count from here (the run's start).
+    base: Time,
+    /// The next opportunity's number.
+    next: u64,
+    /// The packet being carried across opportunities, with the bytes it still needs.
+    in_tx: Option<(IpPacket, u64)>,
+    /// Bytes of opportunities used, cumulative.
+    used: u64,
 }
 
 /// Counters at the last sample, to turn cumulative figures into per-interval ones.
@@ -113,13 +139,83 @@ pub struct Pipe {
     pub write_errors: u64,
     mark: Mark,
     log: Option<u8>,
+    trace: Option<TraceTx>,
+    /// Trace opportunities used and offered at the last sample.
+    trace_mark: (u64, u64),
 }
 
 impl Pipe {
     fn new(cfg: PipeConfig, seed: u64, log: Option<u8>) -> Pipe {
         let qdisc = Qdisc::new(&cfg.aqm, cfg.limit);
         let rng = aqmsim::rng::stream(seed, &cfg.name);
-        Pipe { cfg, qdisc, rng, drops: Vec::new(), link_free: Time::ZERO, line: VecDeque::new(), busy_total: 0, tx_bytes: 0, tx_packets: 0, delivered: 0, write_errors: 0, mark: Mark::default(), log }
+        let trace = cfg.trace.clone().map(|trace| TraceTx { trace, base: Time::ZERO, next: 0, in_tx: None, used: 0 });
+        Pipe { cfg, qdisc, rng, drops: Vec::new(), link_free: Time::ZERO, line: VecDeque::new(), busy_total: 0, tx_bytes: 0, tx_packets: 0, delivered: 0, write_errors: 0, mark: Mark::default(), log, trace, trace_mark: (0, 0) }
+    }
+
+    /// The run starts: a trace starts over from its first line.
+    fn start(&mut self, origin: Time) {
+        if let Some(tx) = &mut self.trace {
+            tx.base = origin;
+            tx.next = 0;
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.qdisc.backlog().is_empty() && self.trace.as_ref().is_none_or(|t| t.in_tx.is_none())
+    }
+
+    /// Take the head of the queue for transmission starting at `start`, recording it.
+    fn dequeue_at(&mut self, now: Time, start: Time, rec: &mut Recorder, pool: &mut Pool) -> Option<IpPacket> {
+        let mut ctx = Ctx { now, rng: &mut self.rng, link_rate: self.cfg.rate };
+        let dep = self.qdisc.dequeue(&mut ctx, &mut self.drops);
+        self.log_drops(rec, now, pool);
+        let Departure { pkt, marked, .. } = dep?;
+        let start = start.max(pkt.arrived);
+        if let (Some(link), Some(rt), true) = (self.log, rec.rel(start), pkt.flow != u32::MAX) {
+            let soj = start.saturating_since(pkt.arrived).as_nanos() as i64;
+            let bl = self.qdisc.backlog().bytes;
+            let ad = self.aqm_delay();
+            rec.packets.push(rt, link, pkt.flow, pkt.uid, pkt.kind, pkt.len as u32, EV_DEQUEUE, 0, soj, bl, ad);
+            if let Some(c) = marked {
+                rec.packets.push(rt, link, pkt.flow, pkt.uid, pkt.kind, pkt.len as u32, EV_MARK, c.index() as u8 + 1, soj, bl, ad);
+            }
+        }
+        Some(pkt)
+    }
+
+    /// Use every trace opportunity due by `now` (see [`trace`]).
+    fn service_trace(&mut self, now: Time, rec: &mut Recorder, pool: &mut Pool) {
+        loop {
+            let tx = self.trace.as_ref().unwrap();
+            let t = tx.trace.at(tx.base, tx.next);
+            if t > now || self.idle() {
+                break;
+            }
+            self.trace.as_mut().unwrap().next += 1;
+            let mut credit = trace::OPPORTUNITY_BYTES;
+            while credit > 0 {
+                if self.trace.as_ref().unwrap().in_tx.is_none() {
+                    if self.qdisc.backlog().is_empty() {
+                        break;
+                    }
+                    let Some(pkt) = self.dequeue_at(now, t, rec, pool) else { break };
+                    let len = pkt.len as u64;
+                    self.trace.as_mut().unwrap().in_tx = Some((pkt, len));
+                }
+                let tx = self.trace.as_mut().unwrap();
+                let (_, left) = tx.in_tx.as_mut().unwrap();
+                let take = credit.min(*left);
+                *left -= take;
+                credit -= take;
+                tx.used += take;
+                if *left == 0 {
+                    let (pkt, _) = tx.in_tx.take().unwrap();
+                    self.tx_bytes += pkt.len as u64;
+                    self.tx_packets += 1;
+                    self.line.push_back((t + self.cfg.delay, pkt));
+                }
+            }
+        }
     }
 
     fn aqm_delay(&self) -> i64 {
@@ -142,6 +238,13 @@ impl Pipe {
     /// A packet arrives at the queue.
     fn arrive(&mut self, pkt: IpPacket, now: Time, rec: &mut Recorder, pool: &mut Pool) {
         let (flow, uid, kind, len) = (pkt.flow, pkt.uid, pkt.kind, pkt.len as u32);
+        if self.idle() {
+            // opportunities that passed while the link had nothing to send are lost
+            if let Some(tx) = &mut self.trace {
+                let before_now = Time::from_nanos(now.as_nanos().saturating_sub(1));
+                tx.next = tx.next.max(tx.trace.count_until(tx.base, before_now));
+            }
+        }
         let mut ctx = Ctx { now, rng: &mut self.rng, link_rate: self.cfg.rate };
         let admit = self.qdisc.enqueue(pkt, &mut ctx, &mut self.drops);
         if let (Some(link), Some(rt), true) = (self.log, rec.rel(now), flow != u32::MAX) {
@@ -168,28 +271,19 @@ impl Pipe {
             let mut ctx = Ctx { now: t, rng: &mut self.rng, link_rate: self.cfg.rate };
             self.qdisc.on_timer(&mut ctx);
         }
+        if self.trace.is_some() {
+            return self.service_trace(now, rec, pool);
+        }
         while self.link_free <= now && !self.qdisc.backlog().is_empty() {
-            let mut ctx = Ctx { now, rng: &mut self.rng, link_rate: self.cfg.rate };
-            let dep = self.qdisc.dequeue(&mut ctx, &mut self.drops);
-            self.log_drops(rec, now, pool);
-            let Some(Departure { pkt, marked, .. }) = dep else { break };
             // exact byte accounting: back to back after the previous packet, or from
             // the moment this one arrived if the link was idle
+            let Some(pkt) = self.dequeue_at(now, self.link_free, rec, pool) else { break };
             let start = self.link_free.max(pkt.arrived);
             let tx = self.cfg.rate.tx_time(pkt.len as u64);
             self.link_free = start + tx;
             self.busy_total += tx.as_nanos();
             self.tx_bytes += pkt.len as u64;
             self.tx_packets += 1;
-            if let (Some(link), Some(rt), true) = (self.log, rec.rel(start), pkt.flow != u32::MAX) {
-                let soj = start.saturating_since(pkt.arrived).as_nanos() as i64;
-                let bl = self.qdisc.backlog().bytes;
-                let ad = self.aqm_delay();
-                rec.packets.push(rt, link, pkt.flow, pkt.uid, pkt.kind, pkt.len as u32, EV_DEQUEUE, 0, soj, bl, ad);
-                if let Some(c) = marked {
-                    rec.packets.push(rt, link, pkt.flow, pkt.uid, pkt.kind, pkt.len as u32, EV_MARK, c.index() as u8 + 1, soj, bl, ad);
-                }
-            }
             self.line.push_back((self.link_free + self.cfg.delay, pkt));
         }
     }
@@ -211,7 +305,10 @@ impl Pipe {
     }
 
     fn next_deadline(&self) -> Option<Time> {
-        let tx = (!self.qdisc.backlog().is_empty()).then_some(self.link_free);
+        let tx = match &self.trace {
+            Some(t) => (!self.idle()).then(|| t.trace.at(t.base, t.next)),
+            None => (!self.qdisc.backlog().is_empty()).then_some(self.link_free),
+        };
         [tx, self.line.front().map(|(t, _)| *t), self.qdisc.next_timer()].into_iter().flatten().min()
     }
 
@@ -220,15 +317,27 @@ impl Pipe {
         self.busy_total - self.link_free.saturating_since(t).as_nanos()
     }
 
-    fn sample(&mut self, t: Time, rt: u64, index: u8, s: &mut LinkSeries) {
-        let busy = self.busy_until(t);
+    fn sample(&mut self, t: Time, rt: u64, index: u8, interval: Duration, s: &mut LinkSeries) {
+        let mut busy = self.busy_until(t);
+        let mut capacity = self.cfg.rate.bps();
+        if let Some(tx) = &self.trace {
+            // a trace's capacity is what its opportunities offered in the interval, and
+            // the link was "busy" for the share of it that packets used
+            let offered = tx.trace.count_until(tx.base, t) * trace::OPPORTUNITY_BYTES;
+            let (used0, offered0) = self.trace_mark;
+            let (du, dof) = (tx.used - used0, offered - offered0);
+            capacity = dof * 8 * 1_000_000_000 / interval.as_nanos().max(1);
+            let share = if dof > 0 { (du as u128 * interval.as_nanos() as u128 / dof as u128) as u64 } else { 0 };
+            busy = self.mark.busy + share;
+            self.trace_mark = (tx.used, offered);
+        }
         let st = self.qdisc.stats;
         let m = self.mark;
         let bl = self.qdisc.backlog();
         let probe = self.qdisc.probe();
         s.time_ns.push(rt);
         s.link.push(index);
-        s.capacity_bps.push(self.cfg.rate.bps());
+        s.capacity_bps.push(capacity);
         s.busy_ns.push(busy - m.busy);
         s.tx_bytes.push(self.tx_bytes - m.tx_bytes);
         s.tx_packets.push(self.tx_packets - m.tx_packets);
@@ -245,7 +354,8 @@ impl Pipe {
     }
 
     fn in_flight(&self) -> u64 {
-        self.qdisc.backlog().packets + self.line.len() as u64
+        let carrying = self.trace.as_ref().is_some_and(|t| t.in_tx.is_some()) as u64;
+        self.qdisc.backlog().packets + self.line.len() as u64 + carrying
     }
 }
 
@@ -425,6 +535,9 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
                         let origin = Time::from_nanos(abs.saturating_sub(epoch));
                         rec.origin = Some(origin);
                         rec.end = origin + Duration::from_nanos(dur);
+                        for p in pipes.iter_mut() {
+                            p.start(origin);
+                        }
                         next_sample = origin + cfg.interval;
                         base = pipes.iter().map(|p| (p.qdisc.stats, p.write_errors)).collect();
                         cpu0 = thread_cpu_ns();
@@ -481,7 +594,7 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
         while next_sample <= now && next_sample <= rec.end {
             let rt = rec.rel(next_sample).unwrap_or(0);
             for (i, p) in pipes.iter_mut().enumerate() {
-                p.sample(next_sample, rt, i as u8, &mut rec.series);
+                p.sample(next_sample, rt, i as u8, cfg.interval, &mut rec.series);
             }
             next_sample += cfg.interval;
         }
@@ -552,6 +665,68 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pipe(trace: Option<Trace>) -> Pipe {
+        let cfg = PipeConfig {
+            name: "bottleneck".into(),
+            rate: Rate::from_mbps(12),
+            delay: Duration::from_millis(10),
+            aqm: aqm::AqmSpec::default(),
+            limit: Limit::packets(100),
+            trace,
+        };
+        Pipe::new(cfg, 1, None)
+    }
+
+    fn recorder() -> Recorder {
+        Recorder { origin: None, end: Time::MAX, packets: PacketLog::default(), series: LinkSeries::default() }
+    }
+
+    fn send(p: &mut Pipe, at: Time, sizes: &[usize], pool: &mut Pool, rec: &mut Recorder) {
+        for &len in sizes {
+            let mut pkt = IpPacket::empty();
+            pkt.len = len;
+            pkt.arrived = at;
+            p.arrive(pkt, at, rec, pool);
+        }
+    }
+
+    fn due_ms(p: &Pipe) -> Vec<f64> {
+        p.line.iter().map(|(t, _)| t.as_nanos() as f64 / 1e6).collect()
+    }
+
+    #[test]
+    fn constant_rate_link_sends_back_to_back_then_waits_for_arrivals() {
+        // 12 Mbps: 1500 B take 1 ms; + 10 ms propagation
+        let (mut p, mut pool, mut rec) = (pipe(None), Pool::default(), recorder());
+        send(&mut p, Time::ZERO, &[1500, 1500, 1500], &mut pool, &mut rec);
+        // the loop wakes late (at 5 ms): the packets still leave back to back from 0
+        p.service(Time::from_millis(5), &mut rec, &mut pool);
+        assert_eq!(due_ms(&p), [11.0, 12.0, 13.0]);
+        send(&mut p, Time::from_millis(20), &[750], &mut pool, &mut rec);
+        p.service(Time::from_millis(20), &mut rec, &mut pool);
+        assert_eq!(due_ms(&p)[3], 20.0 + 0.5 + 10.0);
+        assert_eq!(p.busy_until(Time::from_millis(30)), 3_500_000);
+    }
+
+    #[test]
+    fn trace_link_shares_and_splits_opportunities_like_mahimahi() {
+        // opportunities at 1, 1, 2 ms, then 3, 3, 4 ms, ... of 1504 B each
+        let (mut p, mut pool, mut rec) = (pipe(Some(Trace::new(vec![1, 1, 2]).unwrap())), Pool::default(), recorder());
+        p.start(Time::ZERO);
+        // two 1000 B packets: the first fits in opportunity 1, the second takes the
+        // remaining 504 B of it and 496 B of opportunity 2 (also at 1 ms)
+        send(&mut p, Time::ZERO, &[1000, 1000], &mut pool, &mut rec);
+        p.service(Time::from_millis(10), &mut rec, &mut pool);
+        assert_eq!(due_ms(&p), [11.0, 11.0]);
+        // the rest of opportunity 2 and those from 2 ms to 9 ms passed while the queue
+        // was empty: lost. Arrivals at 10 ms use the opportunities at 10, 11 and 11 ms.
+        send(&mut p, Time::from_millis(10), &[1504, 1504, 1504], &mut pool, &mut rec);
+        p.service(Time::from_millis(20), &mut rec, &mut pool);
+        assert_eq!(&due_ms(&p)[2..], [20.0, 21.0, 21.0]);
+        assert!(p.idle());
+        assert_eq!(p.trace.as_ref().unwrap().used, 2000 + 3 * 1504);
+    }
 
     #[test]
     fn lateness_quantiles_are_bucket_upper_edges() {
