@@ -256,3 +256,36 @@ def test_after_the_parent_is_killed_cleanup_removes_what_it_left(cli, tmp_path):
     code, out, err = cli("emulate", "--cleanup")
     assert code == 0, err
     assert _nothing_left({run_id}) == []
+
+
+@needs_emulation
+def test_mahimahi_trace_sets_the_capacity_of_each_interval(tmp_path):
+    # period 100 ms: one 1504 B opportunity per ms for 50 ms, then two per ms
+    # (12.032 Mbps, then 24.064 Mbps); UDP above the peak keeps the queue full
+    trace = tmp_path / "step.trace"
+    trace.write_text("".join(f"{ms}\n" * (1 if ms <= 50 else 2) for ms in range(1, 101)))
+    r = emulate(
+        "madpie-proof",
+        SMALL + ["bottleneck.aqm.kind=droptail", "record.interval=50ms"],
+        cbr=[Cbr("cbr", 30_000_000, 1200)],
+        scenario_flows=False,
+        trace=trace,
+    )
+    ls = r.raw["link_series"]
+    sel = (ls["link"] == 0) & (ls["time_ns"] > 500_000_000)
+    t, sent = ls["time_ns"][sel], ls["tx_bytes"][sel].astype(float)
+    low = (t % 100_000_000) == 50_000_000  # intervals (k*100, k*100 + 50] ms
+    assert low.sum() >= 20 and (~low).sum() >= 20
+    # each interval carries what its opportunities offer, within one datagram
+    assert np.all(np.abs(sent[low] - 50 * 1504) <= 1228), sent[low]
+    assert np.all(np.abs(sent[~low] - 100 * 1504) <= 1228), sent[~low]
+    assert r.summary["bottleneck"]["rate_mbps"] == pytest.approx(150 * 1504 * 8 / 0.1 / 1e6)
+    assert r.summary["bottleneck"]["utilization"]["p5"] > 0.99
+
+
+def test_malformed_trace_is_a_one_line_error_before_anything_runs(tmp_path, cli):
+    bad = tmp_path / "bad.trace"
+    bad.write_text("1\n3\n2\n")
+    code, out, err = cli("emulate", "madpie-proof", "--trace", str(bad))
+    assert code == 2
+    assert err.count("\n") == 1 and "--trace" in err

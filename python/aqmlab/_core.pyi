@@ -34,4 +34,5 @@ def emulate_bottleneck(
     base_port: int,
     flows: int,
     spin_ns: Optional[int] = None,
+    trace_ms: Optional[list[int]] = None,
 ) -> dict[str, object]: ...

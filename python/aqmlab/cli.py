@@ -209,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", default=None, help="output folder (default: runs/NAME-seedN-emulated)")
     e.add_argument("--no-report", action="store_true", help="skip report.html and the figures")
     e.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
+    e.add_argument("--trace", default=None, metavar="FILE", help="a Mahimahi delivery trace (one time in ms per line) for the senders-to-receivers direction instead of bottleneck.rate")
     e.add_argument("--cleanup", action="store_true", help="remove namespaces, devices and processes left by killed runs, then exit")
     e.set_defaults(fn=cmd_emulate)
 

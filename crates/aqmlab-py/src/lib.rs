@@ -116,10 +116,11 @@ fn run<'py>(py: Python<'py>, text: &str, format: &str, overrides: Vec<String>, s
 
 /// Run the userspace bottleneck of `aqmlab emulate` on two TUN devices until the
 /// control descriptor says `stop` or closes (see `aqmemu::Fds`). Flow `i`'s sender
-/// port is `base_port + i`. Returns a dict: `meta` (JSON: links, logged links,
+/// port is `base_port + i`. `trace_ms`: a Mahimahi delivery trace for the forward
+/// direction instead of the scenario's constant rate. Returns a dict: `meta` (JSON: links, logged links,
 /// counters) and column dicts `packets` and `link_series`. Runs without the GIL.
 #[pyfunction]
-#[pyo3(signature = (text, format, overrides, seed, tun_senders, tun_receivers, control, base_port, flows, spin_ns = None))]
+#[pyo3(signature = (text, format, overrides, seed, tun_senders, tun_receivers, control, base_port, flows, spin_ns = None, trace_ms = None))]
 #[allow(clippy::too_many_arguments)]
 fn emulate_bottleneck<'py>(
     py: Python<'py>,
@@ -133,11 +134,15 @@ fn emulate_bottleneck<'py>(
     base_port: u16,
     flows: u32,
     spin_ns: Option<u64>,
+    trace_ms: Option<Vec<u64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let sc = parse(text, format, &overrides, seed)?;
     let mut cfg = aqmemu::Config::from_scenario(&sc, aqmemu::FlowMap { base_port, flows }).map_err(ScenarioError::new_err)?;
     if let Some(ns) = spin_ns {
         cfg.spin = aqm::Duration::from_nanos(ns);
+    }
+    if let Some(ms) = trace_ms {
+        cfg = cfg.with_trace(aqmemu::Trace::new(ms).map_err(ScenarioError::new_err)?);
     }
     let fds = aqmemu::Fds { senders: tun_senders, receivers: tun_receivers, control };
     let o = py.detach(|| aqmemu::run(&cfg, fds)).map_err(PyRuntimeError::new_err)?;

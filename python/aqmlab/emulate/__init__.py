@@ -98,6 +98,25 @@ def _plan_flows(sc: dict[str, Any], seed: int, cbr: Sequence[Cbr]) -> tuple[list
     return flows, groups
 
 
+def read_trace(path: str | os.PathLike[str]) -> list[int]:
+    """A Mahimahi trace: one delivery opportunity per line, its time in ms."""
+    out = []
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as e:
+        raise EmulationError(f"--trace: cannot read \"{path}\": {e.strerror}") from None
+    for i, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line:
+            continue
+        if not line.isdigit():
+            raise EmulationError(f"--trace: {path}:{i}: expected a time in milliseconds, got \"{line}\"")
+        out.append(int(line))
+    if not out or out[-1] == 0 or any(b < a for a, b in zip(out, out[1:])):
+        raise EmulationError(f"--trace: {path}: expected non-decreasing times in ms ending after 0 ms")
+    return out
+
+
 class _Term(Exception):
     pass
 
@@ -142,12 +161,14 @@ def emulate(
     progress: Any = None,
     run_id: str | None = None,
     scenario_flows: bool = True,
+    trace: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Run `scenario` on real traffic and return its results (nothing is written).
 
     `cbr` adds constant-bit-rate UDP flows; `scenario_flows=False` leaves out the
     scenario's own flow groups (the accuracy tests measure the bottleneck with CBR only)."""
     netns.preflight()
+    trace_ms = read_trace(trace) if trace is not None else None
     src = source(scenario)
     overrides = list(overrides)
     sc = json.loads(_core.resolve_scenario(src.text, src.format, overrides, seed))
@@ -175,6 +196,7 @@ def emulate(
             "flows": len(flows),
             # the bottleneck's spin margin (ns) before deadlines, for measurements
             "spin_ns": int(os.environ["AQMLAB_EMULATE_SPIN_NS"]) if os.environ.get("AQMLAB_EMULATE_SPIN_NS") else None,
+            "trace_ms": trace_ms,
         }
         (work / "bottleneck.json").write_text(json.dumps(spec))
         npz = work / "bottleneck.npz"
@@ -364,6 +386,8 @@ def cli_run(a: Any, headline_table: Any, err: Any, console: Any, progress_runner
         src = source(a.scenario)
         resolved = json.loads(_core.resolve_scenario(src.text, src.format, a.set, a.seed))
         _plan_flows(resolved, resolved["seed"], ())
+        if a.trace:
+            read_trace(a.trace)
     except (_core.ScenarioError, EmulationError) as e:
         return err(str(e))
     out = Path(a.out) if a.out else Path("runs") / f"{resolved['name']}-seed{resolved['seed']}-emulated"
@@ -378,7 +402,7 @@ def cli_run(a: Any, headline_table: Any, err: Any, console: Any, progress_runner
     show_bar = sys.stderr.isatty() and not a.quiet
     try:
         with progress_runner(f"{resolved['name']} (emulated)", show_bar) as cb:
-            r = emulate(a.scenario, a.set, a.seed, progress=cb)
+            r = emulate(a.scenario, a.set, a.seed, progress=cb, trace=a.trace)
         r.write(out, report=not a.no_report)
     except EmulationError as e:
         return err(str(e), 1)

@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
     rcv = open_tun(spec["tun_receivers"])
     print("ready", flush=True)
     raw = _core.emulate_bottleneck(
-        spec["text"], spec["format"], spec["overrides"], spec["seed"], snd, rcv, sys.stdin.fileno(), spec["base_port"], spec["flows"], spec.get("spin_ns")
+        spec["text"], spec["format"], spec["overrides"], spec["seed"], snd, rcv, sys.stdin.fileno(), spec["base_port"], spec["flows"], spec.get("spin_ns"), spec.get("trace_ms")
     )
     arrays = {f"{table}.{col}": v for table in ("packets", "link_series") for col, v in raw[table].items()}
     tmp = out + ".tmp.npz"
