@@ -186,9 +186,10 @@ def test_killing_the_bottleneck_mid_run_leaves_nothing_behind(tmp_path):
 
 
 @needs_emulation
-def test_ctrl_c_mid_run_leaves_nothing_behind(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_mid_run_leaves_nothing_behind(tmp_path, sig):
     p, run_id = _start_cli_run(tmp_path)
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     _, err = p.communicate(timeout=20)
     assert p.returncode == 130, err
     assert _nothing_left({run_id}) == []
