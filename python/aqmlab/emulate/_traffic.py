@@ -21,7 +21,6 @@ Each writes its results as JSON to `PLAN.recv.json` / `PLAN.send.json`.
 from __future__ import annotations
 
 import json
-import os
 import selectors
 import signal
 import socket
