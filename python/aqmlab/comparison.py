@@ -44,7 +44,7 @@ CDF_POINTS = 2_000
 
 BULK_KINDS = ("bulk",)
 CBR_KINDS = ("cbr",)
-FILE_KINDS = ("files", "web", "file", "download")
+FILE_KINDS = ("files", "web", "transfer")
 
 
 # -- loading ------------------------------------------------------------------------
@@ -324,7 +324,7 @@ class Series:
                 if fl.empty:
                     continue
                 t = pd.DataFrame({"class": fl["class"], "size_bytes": fl["bytes_delivered"], "download_time_s": fl["end_s"] - fl["start_s"]})
-            parts.append(t)
+            parts.append(t[t["download_time_s"].notna()])
         if not parts:
             return None
         df = pd.concat(parts, ignore_index=True)
@@ -441,7 +441,7 @@ def _seeds_note(series: list[Series]) -> str:
     return f"{ns[0]} seed{'s' if ns[0] > 1 else ''} per series" if len(ns) == 1 else f"{ns[0]}–{ns[-1]} seeds per series"
 
 
-def _cdf_figure(series: list[Series], opt: Options, values: Callable[[Series], Optional[np.ndarray]], xlabel: str, ylabel: str, title: str, clip_pct: Optional[float], xlim=None):
+def _cdf_figure(series: list[Series], opt: Options, values: Callable[[Series], Optional[np.ndarray]], xlabel: str, ylabel: str, title: str, clip_pct: Optional[float], xlim=None, legend="lower right"):
     data = [(s, values(s)) for s in series]
     data = [(s, v) for s, v in data if v is not None and len(v)]
     if not data:
@@ -450,9 +450,11 @@ def _cdf_figure(series: list[Series], opt: Options, values: Callable[[Series], O
     panels = _facets([s for s, _ in data], opt)
     vals = {id(s): v for s, v in data}
     with plt.rc_context(STYLE):
-        fig, axes = _grid_axes(plt, len(panels))
-        hi = max(np.nanpercentile(v, clip_pct) for _, v in data) * 1.05 if clip_pct else None
+        fig, axes = _grid_axes(plt, len(panels), sharex=xlim is not None)
         for ax, (name, group_) in zip(axes, panels):
+            # each panel its own range (the AQMs of a paper's figure differ by 10x), ending at
+            # the 99.5th percentile of its widest series so that a few outliers do not squash it
+            hi = max(np.nanpercentile(vals[id(s)], clip_pct) for s in group_) * 1.05 if clip_pct else None
             for s in group_:
                 x, y = _ecdf_points(vals[id(s)])
                 ax.plot(x, y, color=s.color, lw=1.5, label=s.label(exclude=[opt.facet] if opt.facet else []) or s.label())
@@ -464,7 +466,7 @@ def _cdf_figure(series: list[Series], opt: Options, values: Callable[[Series], O
             ax.set_xlabel(xlabel)
             if opt.facet:
                 ax.set_title(f"{_short(opt.facet)} = {name}")
-            ax.legend(loc="lower right")
+            ax.legend(loc=legend)
         axes[0].set_ylabel(ylabel)
         for ax in axes[1:]:
             if ax.get_subplotspec().is_first_col():
@@ -478,7 +480,7 @@ def queue_delay_cdf(series: list[Series], opt: Options):
 
 
 def utilization_cdf(series: list[Series], opt: Options):
-    return _cdf_figure(series, opt, lambda s: s.utilization, "bottleneck utilization (fraction of each interval)", "CDF (fraction of intervals)", "Bottleneck utilization", None, xlim=(0, 1.02))
+    return _cdf_figure(series, opt, lambda s: s.utilization, "bottleneck utilization (fraction of each interval)", "CDF (fraction of intervals)", "Bottleneck utilization", None, xlim=(0, 1.02), legend="upper left")
 
 
 def queue_delay_time(series: list[Series], opt: Options):
@@ -736,11 +738,17 @@ FIGURES: dict[str, FigureSpec] = {
 DEFAULT_FIGURES = list(FIGURES)
 
 
+def _matches(value: Any, want: Any) -> bool:
+    if isinstance(want, (list, tuple, set)):
+        return any(_fmt_value(value) == _fmt_value(w) for w in want)
+    return _fmt_value(value) == _fmt_value(want)
+
+
 def draw(name: str, series: list[Series], out: Path, opt: Optional[Options] = None, kind: Optional[str] = None) -> list[str]:
     """Draw figure `kind` (default: `name`) into out/figures/NAME.{png,svg}; [] if no data."""
     opt = opt or Options()
     spec = FIGURES[kind or name]
-    sel = [s for s in series if all(_fmt_value(s.get(k)) == _fmt_value(v) for k, v in opt.where.items())]
+    sel = [s for s in series if all(_matches(s.get(k), v) for k, v in opt.where.items())]
     if not sel:
         return []
     fig = spec.draw(sel, opt)
