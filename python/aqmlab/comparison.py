@@ -39,6 +39,7 @@ import numpy as np
 
 from . import metrics
 
+DEQUEUES = [("link", "=", "bottleneck"), ("event", "=", "dequeue")]
 MAX_SAMPLES_PER_RUN = 100_000  # per-packet values kept per run for pooled distributions
 CDF_POINTS = 2_000
 
@@ -69,9 +70,10 @@ class Run:
     def name(self) -> str:
         return self.path.name
 
-    def table(self, name: str, columns: Sequence[str]):
-        """A pandas DataFrame of `columns` of NAME.parquet, or None if absent."""
-        key = (name, tuple(columns))
+    def table(self, name: str, columns: Sequence[str], filters: Optional[list[tuple[str, str, Any]]] = None):
+        """A pandas DataFrame of `columns` of NAME.parquet (rows matching `filters`,
+        pyarrow's [(column, op, value)]), or None if the file or a column is absent."""
+        key = (name, tuple(columns), repr(filters))
         if key not in self._tables:
             import pyarrow.parquet as pq
 
@@ -79,11 +81,8 @@ class Run:
             df = None
             if p.exists():
                 have = set(pq.read_schema(p).names)
-                if set(columns) <= have:
-                    df = pq.read_table(p, columns=list(columns)).to_pandas()
-                    for c in df.columns:
-                        if hasattr(df[c], "cat"):
-                            df[c] = df[c].astype(object)
+                if set(columns) <= have and all(f[0] in have for f in filters or []):
+                    df = pq.read_table(p, columns=list(columns), filters=filters).to_pandas()
             self._tables[key] = df
         return self._tables[key]
 
@@ -204,21 +203,20 @@ class Series:
         """Per-packet sojourn (ms) at the bottleneck, after the warm-up, pooled."""
         parts = []
         for r in self.runs:
-            df = r.table("packets", ["time_s", "link", "event", "sojourn_ms"])
+            df = r.table("packets", ["time_s", "sojourn_ms"], DEQUEUES)
             if df is None:
                 continue
-            sel = (df["link"] == "bottleneck") & (df["event"] == "dequeue") & (df["time_s"] >= r.warmup_s())
-            parts.append(_thin(df.loc[sel, "sojourn_ms"].to_numpy(float)))
+            parts.append(_thin(df.loc[df["time_s"] >= r.warmup_s(), "sojourn_ms"].to_numpy(float)))
         return np.concatenate(parts) if parts else None
 
     def class_delays(self, classes: Iterable[str]) -> Optional[np.ndarray]:
         names = set(classes)
         parts = []
         for r in self.runs:
-            df = r.table("packets", ["time_s", "link", "event", "class", "sojourn_ms"])
+            df = r.table("packets", ["time_s", "class", "sojourn_ms"], DEQUEUES)
             if df is None:
                 continue
-            sel = (df["link"] == "bottleneck") & (df["event"] == "dequeue") & (df["time_s"] >= r.warmup_s()) & df["class"].isin(names)
+            sel = (df["time_s"] >= r.warmup_s()) & df["class"].astype(str).isin(names)
             parts.append(_thin(df.loc[sel, "sojourn_ms"].to_numpy(float)))
         return np.concatenate(parts) if parts else None
 
@@ -226,10 +224,10 @@ class Series:
     def utilization(self) -> Optional[np.ndarray]:
         parts = []
         for r in self.runs:
-            df = r.table("timeseries", ["time_s", "scope", "link", "utilization"])
-            if df is None:
+            link = r.table("timeseries", ["time_s", "utilization"], [("scope", "=", "link"), ("link", "=", "bottleneck")])
+            if link is None:
                 continue
-            link = df[(df["scope"] == "link") & (df["link"] == "bottleneck")].sort_values("time_s")
+            link = link.sort_values("time_s")
             try:
                 interval = metrics._ns(r.scenario["record"]["interval"])
                 window = metrics._ns(r.scenario["metrics"]["utilization_interval"])
@@ -252,14 +250,13 @@ class Series:
         out: dict[str, list[np.ndarray]] = {"overflow": [], "random": [], "deterministic": []}
         seen = False
         for r in self.runs:
-            df = r.table("packets", ["link", "event", "cause", "backlog_bytes"])
-            if df is None:
+            d = r.table("packets", ["cause", "backlog_bytes"], [("link", "=", "bottleneck"), ("event", "=", "drop")])
+            if d is None:
                 continue
             seen = True
             rate_bps = r.summary["bottleneck"]["rate_mbps"] * 1e6
-            d = df[(df["link"] == "bottleneck") & (df["event"] == "drop")]
             delay = d["backlog_bytes"].to_numpy(float) * 8 / rate_bps * 1e3
-            cause = d["cause"].to_numpy(object)
+            cause = d["cause"].astype(object).to_numpy()
             for c in out:
                 out[c].append(delay[cause == c])
         if not seen:
@@ -283,7 +280,7 @@ class Series:
                 continue
             if kinds is not None:
                 df = df[df["kind"].isin(kinds)]
-            for cls, sub in df.groupby("class", sort=False):
+            for cls, sub in df.groupby(df["class"].astype(str), sort=False):
                 out.setdefault(str(cls), []).extend(sub["goodput_mbps"].to_numpy(float))
         return {k: np.asarray(v) for k, v in out.items()}
 
@@ -292,11 +289,11 @@ class Series:
         parts = []
         for r in self.runs:
             fl = r.table("flows", ["flow", "kind"])
-            ts = r.table("timeseries", ["time_s", "scope", "flow", "goodput_mbps"])
+            ts = r.table("timeseries", ["time_s", "flow", "goodput_mbps"], [("scope", "=", "flow")])
             if fl is None or ts is None:
                 continue
             ids = set(fl.loc[fl["kind"].isin(kinds), "flow"].tolist())
-            f = ts[(ts["scope"] == "flow") & ts["flow"].isin(ids) & (ts["time_s"] > r.warmup_s())]
+            f = ts[ts["flow"].isin(ids) & (ts["time_s"] > r.warmup_s())]
             if f.empty:
                 continue
             try:
@@ -323,7 +320,7 @@ class Series:
                 fl = fl[fl["kind"].isin(FILE_KINDS) & fl["end_s"].notna()]
                 if fl.empty:
                     continue
-                t = pd.DataFrame({"class": fl["class"], "size_bytes": fl["bytes_delivered"], "download_time_s": fl["end_s"] - fl["start_s"]})
+                t = pd.DataFrame({"class": fl["class"].astype(str), "size_bytes": fl["bytes_delivered"], "download_time_s": fl["end_s"] - fl["start_s"]})
             parts.append(t[t["download_time_s"].notna()])
         if not parts:
             return None
@@ -487,10 +484,9 @@ def queue_delay_time(series: list[Series], opt: Options):
     runs = [(s, s.first) for s in series][: opt.max_panels]
     data = []
     for s, r in runs:
-        df = r.table("packets", ["time_s", "link", "event", "sojourn_ms"])
-        if df is None:
+        d = r.table("packets", ["time_s", "sojourn_ms"], DEQUEUES)
+        if d is None:
             continue
-        d = df[(df["link"] == "bottleneck") & (df["event"] == "dequeue")]
         step = max(1, len(d) // 30_000)
         data.append((s, r, d["time_s"].to_numpy(float)[::step], d["sojourn_ms"].to_numpy(float)[::step]))
     if not data:
@@ -684,11 +680,13 @@ def flow_traces(series: list[Series], opt: Options, max_flows: int = 5):
     data = []
     for s in series[:4]:
         r = s.first
-        ts = r.table("timeseries", ["time_s", "scope", "flow", "delivered_bytes", "rtt_ms", "in_flight_segments"])
-        if ts is None:
-            continue
-        f = ts[ts["scope"] == "flow"]
-        if f.empty:
+        # per-ACK traces (record.flow_trace) when the run has them, else the sampled series
+        tr = r.table("flow_trace", ["time_s", "flow", "acked_bytes", "rtt_ms", "in_flight_segments"])
+        if tr is not None and not tr.empty:
+            f = tr.rename(columns={"acked_bytes": "delivered_bytes"})
+        else:
+            f = r.table("timeseries", ["time_s", "flow", "delivered_bytes", "rtt_ms", "in_flight_segments"], [("scope", "=", "flow")])
+        if f is None or f.empty:
             continue
         data.append((s, r, f))
     if not data:

@@ -68,9 +68,21 @@ def execute(task: Mapping[str, Any]) -> dict[str, Any]:
         }
 
 
-def _worker_init() -> None:
+def _worker_init(parent: int) -> None:
     # Ctrl-C goes to the whole process group; the parent decides what happens.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    # A parent killed outright (SIGKILL) cannot stop its workers: they stop themselves.
+    # The run in progress is lost; its half-written folder is removed on the next start.
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    import threading
+
+    threading.Thread(target=watch, name="aqmlab-parent-watch", daemon=True).start()
 
 
 # -- executors ----------------------------------------------------------------------
@@ -86,7 +98,7 @@ def _local(tasks: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
     from concurrent.futures.process import BrokenProcessPool
 
     ctx = mp.get_context("spawn")  # no fork of a process with threads (the progress bar)
-    ex = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=_worker_init)
+    ex = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),))
     pending = {ex.submit(execute, t): t for t in tasks}
     try:
         while pending:
