@@ -495,8 +495,10 @@ def queue_delay_time(series: list[Series], opt: Options):
     with plt.rc_context(STYLE):
         cols = 1 if len(data) <= 3 else 2
         rows = math.ceil(len(data) / cols)
-        tops = [float(np.nanmax(d)) if len(d) else 1.0 for _, _, _, d in data]
-        shared = max(tops) <= 2 * max(min(tops), 1e-9)  # one scale unless it would flatten a panel
+        # the y axis ends at the 99.9th percentile (a start-up burst would flatten the rest);
+        # one scale for all panels unless it would flatten one of them
+        tops = [float(np.nanpercentile(d, 99.9)) * 1.1 if len(d) else 1.0 for _, _, _, d in data]
+        shared = max(tops) <= 1.5 * max(min(tops), 1e-9)
         fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 2.3 * rows + 0.6), sharex=True, squeeze=False)
         flat = axes.ravel()
         for ax in flat[len(data):]:
@@ -504,7 +506,7 @@ def queue_delay_time(series: list[Series], opt: Options):
         for ax, (s, r, t, d), top in zip(flat, data, tops):
             ax.scatter(t, d, s=1, color=s.color, alpha=0.5, rasterized=True)
             ax.set_title(f"{s.label()} (seed {r.seed})", fontsize=9)
-            ax.set_ylim(0, (max(tops) if shared else top) * 1.05 or 1)
+            ax.set_ylim(0, (max(tops) if shared else top) or 1)
             ax.set_xlim(0, r.summary["sim_seconds"])
         for ax in flat[: len(data)]:
             if ax.get_subplotspec().is_first_col():
@@ -723,7 +725,7 @@ FIGURES: dict[str, FigureSpec] = {
     for f in [
         FigureSpec("queue_delay_cdf", queue_delay_cdf, "CDF of the per-packet queueing delay at the bottleneck, seeds pooled (Kuhn & Ros, MADPIE Fig. 2a/2c). The x axis ends at the 99.5th percentile of the widest series."),
         FigureSpec("utilization_cdf", utilization_cdf, "CDF of the bottleneck utilization per `metrics.utilization_interval` (1 s by default), seeds pooled (Kuhn & Ros Fig. 2b/2d)."),
-        FigureSpec("queue_delay_time", queue_delay_time, "Per-packet queueing delay over time, one run (the lowest seed) per series (Kuhn & Ros Fig. 3)."),
+        FigureSpec("queue_delay_time", queue_delay_time, "Per-packet queueing delay over time, one run (the lowest seed) per series (Kuhn & Ros Fig. 3); each y axis ends just above the panel's 99.9th percentile, so a start-up burst may be cut."),
         FigureSpec("drop_causes", drop_causes, "Share r_x of each drop cause (y) and the queueing delay (backlog / link rate) when those drops happened: a bar from the 5th to the 95th percentile with the median marked (Kuhn & Ros Fig. 4)."),
         FigureSpec("goodput", goodput, "Goodput of each flow over its active time, per class; boxes at the 25/50/75th percentiles, whiskers at the 5th and 95th."),
         FigureSpec("cbr_goodput_delay", cbr_goodput_delay, "CBR flows: mean goodput per flow against the 5/25/50/75/95th percentiles of their packets' queueing delay (Kuhn & Ros Fig. 6)."),
