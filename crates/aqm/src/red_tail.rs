@@ -75,7 +75,9 @@ impl Default for RedTailParams {
             c1_max_share: 0.75,
             classifier_timeout: Duration::from_secs(5),
             classifier_packets: 50,
-            ared: AredParams::default(),
+            // Table II: minth2 = 20 KB, maxth2 = 80 KB (also filled in by
+            // `ared_params` when an `ared` table gives no thresholds)
+            ared: AredParams { min_th: Some(QueueLimit::Bytes(20_000)), max_th: Some(QueueLimit::Bytes(80_000)), ..AredParams::default() },
         }
     }
 }
