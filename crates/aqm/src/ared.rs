@@ -26,7 +26,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::queue::{Backlog, Limit};
-use crate::red::{check_prob, check_weight, threshold, EcnPolicy, RedConfig, RedCore, RedQueue};
+use crate::red::{check_prob, check_weight, threshold, EcnPolicy, RedConfig, RedControl, RedCore, RedQueue};
 use crate::time::{Duration, Time};
 use crate::units::{Bytes, QueueLimit, Rate};
 use crate::{Admit, Aqm, Cause, Ctx, Departure, Dropped, Probe, QPacket};
@@ -343,6 +343,21 @@ impl AredCore {
     }
 }
 
+impl RedControl for AredCore {
+    fn measures_bytes(&self) -> bool {
+        self.red.cfg.bytes
+    }
+    fn on_arrival(&mut self, q: f64, now: Time, rate: Rate) {
+        AredCore::on_arrival(self, q, now, rate)
+    }
+    fn decide(&mut self, size: u32, ctx: &mut Ctx<'_>) -> Option<Cause> {
+        AredCore::decide(self, size, ctx)
+    }
+    fn on_empty(&mut self, now: Time) {
+        AredCore::on_empty(self, now)
+    }
+}
+
 /// Adaptive RED over one FIFO.
 #[derive(Debug)]
 pub struct Ared<P> {
@@ -359,23 +374,12 @@ impl<P: QPacket> Ared<P> {
 
 impl<P: QPacket> Aqm<P> for Ared<P> {
     fn enqueue(&mut self, pkt: P, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit {
-        let size = pkt.size_bytes();
-        self.core.on_arrival(self.queue.measure(self.core.red.cfg.bytes), ctx.now, ctx.link_rate);
-        let decision = self.core.decide(size, ctx);
-        let overflow = self.limit.overflows(self.queue.fifo.backlog(), size);
-        let admit = self.queue.admit(pkt, decision, overflow, ctx.now, drops);
-        if self.queue.fifo.is_empty() {
-            self.core.on_empty(ctx.now);
-        }
-        admit
+        let overflow = self.limit.overflows(self.queue.fifo.backlog(), pkt.size_bytes());
+        self.queue.enqueue(&mut self.core, pkt, overflow, ctx, drops)
     }
 
     fn dequeue(&mut self, ctx: &mut Ctx<'_>, _drops: &mut Vec<Dropped<P>>) -> Option<Departure<P>> {
-        let q = self.queue.pop()?;
-        if self.queue.fifo.is_empty() {
-            self.core.on_empty(ctx.now);
-        }
-        Some(Departure { sojourn: ctx.now.saturating_since(q.enqueued_at), pkt: q.pkt, marked: None })
+        self.queue.dequeue(&mut self.core, ctx.now)
     }
 
     fn backlog(&self) -> Backlog {

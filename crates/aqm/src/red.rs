@@ -268,6 +268,33 @@ impl RedCore {
     }
 }
 
+/// What a RED-family queue asks of its controller: RED's core, or Adaptive RED's.
+pub trait RedControl {
+    /// The queue is measured in bytes (else in packets).
+    fn measures_bytes(&self) -> bool;
+    /// An arrival that finds `q` in the queue: update the average.
+    fn on_arrival(&mut self, q: f64, now: Time, rate: Rate);
+    /// The decision for the arrival, after `on_arrival`.
+    fn decide(&mut self, size: u32, ctx: &mut Ctx<'_>) -> Option<Cause>;
+    /// The queue has become (or stays) empty at `now`.
+    fn on_empty(&mut self, now: Time);
+}
+
+impl RedControl for RedCore {
+    fn measures_bytes(&self) -> bool {
+        self.cfg.bytes
+    }
+    fn on_arrival(&mut self, q: f64, now: Time, rate: Rate) {
+        RedCore::on_arrival(self, q, now, rate)
+    }
+    fn decide(&mut self, size: u32, ctx: &mut Ctx<'_>) -> Option<Cause> {
+        RedCore::decide(self, size, ctx)
+    }
+    fn on_empty(&mut self, now: Time) {
+        RedCore::on_empty(self, now)
+    }
+}
+
 /// How a RED queue treats ECN-capable packets and CE marks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EcnPolicy {
@@ -339,6 +366,30 @@ impl<P: QPacket> RedQueue<P> {
         }
         Some(q)
     }
+
+    /// The RED enqueue path (FJ93 Fig. 2) with controller `ctl`: average, decide,
+    /// apply the decision; `overflow` if the packet does not fit in the buffer. RED
+    /// decides first and the buffer limit applies to what it admits (as ns-2's RED).
+    pub fn enqueue<C: RedControl>(&mut self, ctl: &mut C, pkt: P, overflow: bool, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit {
+        ctl.on_arrival(self.measure(ctl.measures_bytes()), ctx.now, ctx.link_rate);
+        let decision = ctl.decide(pkt.size_bytes(), ctx);
+        let admit = self.admit(pkt, decision, overflow, ctx.now, drops);
+        if self.fifo.is_empty() {
+            // the arrival was refused: the idle period goes on (its decay is applied)
+            ctl.on_empty(ctx.now);
+        }
+        admit
+    }
+
+    /// The head packet, telling `ctl` when the queue empties (FJ93: "when queue
+    /// becomes empty: q_time <- time").
+    pub fn dequeue<C: RedControl>(&mut self, ctl: &mut C, now: Time) -> Option<Departure<P>> {
+        let q = self.pop()?;
+        if self.fifo.is_empty() {
+            ctl.on_empty(now);
+        }
+        Some(Departure { sojourn: now.saturating_since(q.enqueued_at), pkt: q.pkt, marked: None })
+    }
 }
 
 /// RED over one FIFO.
@@ -358,25 +409,12 @@ impl<P: QPacket> Red<P> {
 
 impl<P: QPacket> Aqm<P> for Red<P> {
     fn enqueue(&mut self, pkt: P, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit {
-        let size = pkt.size_bytes();
-        self.core.on_arrival(self.queue.measure(self.core.cfg.bytes), ctx.now, ctx.link_rate);
-        // RED decides first and the buffer limit applies to what it admits (as ns-2's RED).
-        let decision = self.core.decide(size, ctx);
-        let overflow = self.limit.overflows(self.queue.fifo.backlog(), size);
-        let admit = self.queue.admit(pkt, decision, overflow, ctx.now, drops);
-        if self.queue.fifo.is_empty() {
-            // the arrival was refused: the idle period goes on (its decay is applied)
-            self.core.on_empty(ctx.now);
-        }
-        admit
+        let overflow = self.limit.overflows(self.queue.fifo.backlog(), pkt.size_bytes());
+        self.queue.enqueue(&mut self.core, pkt, overflow, ctx, drops)
     }
 
     fn dequeue(&mut self, ctx: &mut Ctx<'_>, _drops: &mut Vec<Dropped<P>>) -> Option<Departure<P>> {
-        let q = self.queue.pop()?;
-        if self.queue.fifo.is_empty() {
-            self.core.on_empty(ctx.now);
-        }
-        Some(Departure { sojourn: ctx.now.saturating_since(q.enqueued_at), pkt: q.pkt, marked: None })
+        self.queue.dequeue(&mut self.core, ctx.now)
     }
 
     fn backlog(&self) -> Backlog {

@@ -247,15 +247,8 @@ impl<P: QPacket> Aqm<P> for RedTail<P> {
                 self.q1.push(pkt, ctx.now);
                 Admit::Queued
             }
-            Vq::Red => {
-                self.ared.on_arrival(self.q2.measure(self.ared.red.cfg.bytes), ctx.now, ctx.link_rate);
-                let decision = self.ared.decide(size, ctx);
-                let admit = self.q2.admit(pkt, decision, overflow, ctx.now, drops);
-                if self.q2.fifo.is_empty() {
-                    self.ared.on_empty(ctx.now);
-                }
-                admit
-            }
+            // the Adaptive RED queue: the same enqueue path as the `ared` kind
+            Vq::Red => self.q2.enqueue(&mut self.ared, pkt, overflow, ctx, drops),
         }
     }
 
@@ -274,21 +267,21 @@ impl<P: QPacket> Aqm<P> for RedTail<P> {
                 }
             }
         };
-        let (q, i) = match which {
-            Vq::Tail => (self.q1.pop()?, 0),
-            Vq::Red => (self.q2.pop()?, 1),
+        let (d, i) = match which {
+            Vq::Tail => {
+                let q = self.q1.pop()?;
+                (Departure { sojourn: ctx.now.saturating_since(q.enqueued_at), pkt: q.pkt, marked: None }, 0)
+            }
+            Vq::Red => (self.q2.dequeue(&mut self.ared, ctx.now)?, 1),
         };
-        self.credit[i] -= q.pkt.size_bytes() as f64;
+        self.credit[i] -= d.pkt.size_bytes() as f64;
         if self.q1.is_empty() {
             self.credit[0] = 0.0;
         }
         if self.q2.fifo.is_empty() {
             self.credit[1] = 0.0;
-            if which == Vq::Red {
-                self.ared.on_empty(ctx.now);
-            }
         }
-        Some(Departure { sojourn: ctx.now.saturating_since(q.enqueued_at), pkt: q.pkt, marked: None })
+        Some(d)
     }
 
     fn backlog(&self) -> Backlog {
