@@ -12,10 +12,12 @@
 //! parameters (plain serde data that double as the scenario schema), state, and
 //! counters by cause kept apart.
 
+pub mod ared;
 pub mod droptail;
 pub mod packet;
 pub mod pie;
 pub mod queue;
+pub mod red;
 pub mod spec;
 pub mod time;
 pub mod units;
