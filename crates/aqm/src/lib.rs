@@ -13,7 +13,9 @@
 //! counters by cause kept apart.
 
 pub mod ared;
+pub mod codel;
 pub mod droptail;
+pub mod madpie;
 pub mod packet;
 pub mod pie;
 pub mod queue;
