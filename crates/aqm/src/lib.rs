@@ -15,6 +15,7 @@
 pub mod ared;
 pub mod codel;
 pub mod droptail;
+pub mod fq_codel;
 pub mod madpie;
 pub mod packet;
 pub mod pie;
