@@ -21,6 +21,7 @@ pub mod packet;
 pub mod pie;
 pub mod queue;
 pub mod red;
+pub mod red_tail;
 pub mod spec;
 pub mod time;
 pub mod units;
