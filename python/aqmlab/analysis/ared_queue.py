@@ -168,7 +168,7 @@ class QueueModel:
     def linear_variance_bits2(self) -> float:
         """Eq. (21): Var[Q] = N S^2 sigma^2 / (1 - f'(q_e)^2); inf when |f'(q_e)| >= 1."""
         fp = float(self.fprime(self.equilibrium()))
-        if abs(fp) >= 1.0:
+        if abs(fp) >= 1.0 - 1e-9:  # |f'(q_e)| = 1 (S = 2 RTT, homogeneous): no stationary variance
             return float("inf")
         return self.N * self.S_s**2 * self.sigma_bps**2 / (1.0 - fp**2)
 
@@ -222,6 +222,7 @@ class RunEstimate:
     W_bits: float
     sigma_bps: float
     W_bits_by: dict[str, float] = field(default_factory=dict)
+    sigma_bps_by: dict[str, float] = field(default_factory=dict)
     queue_hist: Optional[np.ndarray] = None  # time-weighted, per packet bin, sums to 1
     queue_slot_hist: Optional[np.ndarray] = None  # sampled at slot starts
     queue_mean_bits: float = float("nan")
@@ -236,6 +237,7 @@ class RunEstimate:
             "W_bits": self.W_bits,
             "W_bits_by_estimator": self.W_bits_by,
             "sigma_bps": self.sigma_bps,
+            "sigma_bps_by_estimator": self.sigma_bps_by,
             "queue_mean_kbytes": self.queue_mean_bits / 8000,
             "queue_std_kbytes": self.queue_std_bits / 8000,
             "queue_slot_std_kbytes": self.queue_slot_std_bits / 8000,
@@ -246,7 +248,7 @@ class RunEstimate:
 
 
 def estimate_from_run(r: Any, S_s: float, n_states: int, L_bits: float, d_s: float, C_bps: float,
-                      warmup_s: float = 0.0, window: str = "cwnd") -> RunEstimate:
+                      warmup_s: float = 0.0, window: str = "cwnd", sigma_from: str = "flow") -> RunEstimate:
     """W̄, sigma and the queue-length distribution of an aqmlab run (`aqmlab.RunResult`)
     with per-packet records and per-flow series on.
 
@@ -257,7 +259,10 @@ def estimate_from_run(r: Any, S_s: float, n_states: int, L_bits: float, d_s: flo
       reported.
     - sigma: the standard deviation of E_k^n = T_k^n - W̄ / R^n (eq. 3), T_k^n the
       bits flow k brought to the bottleneck in slot n (length S) over S, and R^n =
-      d + q^n / C with q^n the backlog at the start of the slot.
+      d + q^n / C with q^n the backlog at the start of the slot ("flow", as §VI).
+      "aggregate" instead takes std(sum_k E_k^n) / sqrt(N): the sigma that gives the
+      aggregate noise xi^n its measured variance, whatever the flows' correlation
+      (eq. 7 assumes them independent; flows sharing one bottleneck are not).
     - the queue-length distribution: time-weighted over the backlog after every
       packet event at the bottleneck, on the bins [jL, (j+1)L) (the last bin holds
       everything from B on), and also sampled at slot starts (the q^n of eq. 15).
@@ -318,7 +323,8 @@ def estimate_from_run(r: Any, S_s: float, n_states: int, L_bits: float, d_s: flo
     W = W_by.get(window, W_by["little"])
     R_n = d_s + q_slot / C_bps
     E = Tkn - W / R_n[None, :]
-    sigma = float(np.std(E))
+    sig_by = {"flow": float(np.std(E)), "aggregate": float(np.std(E.sum(axis=0)) / np.sqrt(max(E.shape[0], 1)))}
+    sigma = sig_by[sigma_from]
     busy = raw["link_series"]
     util = float("nan")
     try:
@@ -332,7 +338,7 @@ def estimate_from_run(r: Any, S_s: float, n_states: int, L_bits: float, d_s: flo
     drops = int(np.sum((ev == 2) & fwd & (t >= warmup_s)))
     arrivals = int(np.sum(arrived & fwd & (t >= warmup_s)))
     return RunEstimate(
-        W_bits=W, sigma_bps=sigma, W_bits_by=W_by, queue_hist=hist, queue_slot_hist=slot_hist,
+        W_bits=W, sigma_bps=sigma, W_bits_by=W_by, sigma_bps_by=sig_by, queue_hist=hist, queue_slot_hist=slot_hist,
         queue_mean_bits=qmean, queue_std_bits=qstd, queue_slot_std_bits=float(np.std(q_slot)),
         drop_rate=drops / max(arrivals, 1), utilization=util, slots=nslots,
     )

@@ -35,8 +35,8 @@ def available_aqms() -> list[str]:
 def jtb_aqm(kind: str) -> dict[str, Any]:
     """The AQM of the §VI runs: Adaptive RED with sliding thresholds (Table II: min_th
     20 KB, max_th 80 KB, so D = 60 KB; §V, Figs. 10-11: (P_L, P_U) = (0.01, 0.02))."""
-    if kind == "ared":
-        return {"kind": "ared", "min_th": "20KB", "max_th": "80KB", "sliding": {"p_low": 0.01, "p_high": 0.02}}
+    if kind == "ared_sliding":
+        return {"kind": "ared_sliding", "min_th": "20KB", "max_th": "80KB", "sliding": {"p_low": 0.01, "p_high": 0.02}}
     if kind == "pie":
         return {"kind": "pie"}
     return {"kind": kind}
@@ -151,7 +151,7 @@ def run_ared_queue(a: argparse.Namespace) -> int:
     C, d, L = a.rate_mbps * 1e6, a.rtt_ms / 1e3, 1500 * 8.0
     B = a.buffer_pkts * L
     kinds = available_aqms()
-    aqm = a.aqm if a.aqm != "auto" else ("ared" if "ared" in kinds else "pie")
+    aqm = a.aqm if a.aqm != "auto" else ("ared_sliding" if "ared_sliding" in kinds else "pie")
     if not a.no_sim and aqm not in kinds:
         print(f"aqmlab: error: --aqm: no AQM kind \"{aqm}\" in this build (have: {', '.join(kinds)})", file=sys.stderr)
         return 2
@@ -170,7 +170,7 @@ def run_ared_queue(a: argparse.Namespace) -> int:
             # the slot length of the estimate: the measured mean RTT (S = RTT)
             pk = r.raw["packets"]
             rtt_sim = d + _mean_backlog_bits(r, a.warmup) / C
-            est = aq.estimate_from_run(r, S_s=rtt_sim, n_states=a.buffer_pkts + 1, L_bits=L, d_s=d, C_bps=C, warmup_s=a.warmup, window=a.window)
+            est = aq.estimate_from_run(r, S_s=rtt_sim, n_states=a.buffer_pkts + 1, L_bits=L, d_s=d, C_bps=C, warmup_s=a.warmup, window=a.window, sigma_from=a.sigma_estimator)
             case["simulation"] = {"scenario": r.scenario["name"], "aqm": aqm, "seed": r.meta["seed"], "duration_s": r.meta["sim_seconds"],
                                   "warmup_s": a.warmup, "mean_rtt_s": rtt_sim, **est.as_dict(),
                                   "queue_delay_ms": r.summary["bottleneck"]["queue_delay_ms"]}
@@ -274,6 +274,14 @@ def ared_markdown(res: dict[str, Any]) -> str:
     lines += ["| N | W̄ (bits) | sigma (bit/s) | source | q_e (KB) | RTT at q_e (ms) | S bound eq. (10) (ms) |", "|---|---|---|---|---|---|---|"]
     for N, c in res["cases"].items():
         lines.append(f"| {N} | {c['W_bits']:.4g} | {c['sigma_bps']:.4g} | {c['W_sigma_source']} | {c['q_e_kbytes']:.1f} | {c['rtt_at_q_e_s'] * 1e3:.1f} | {c['S_bound_eq10_s'] * 1e3:.1f} |")
+    if any("simulation" in c for c in res["cases"].values()):
+        lines += ["", "Estimates from the simulation (the one used is in the table above):", "",
+                  "| N | W̄ cwnd (bits) | W̄ in flight (bits) | W̄ Little (bits) | sigma per flow (bit/s) | sigma aggregate (bit/s) | drop rate | utilization |", "|---|---|---|---|---|---|---|---|"]
+        for N, c in res["cases"].items():
+            s = c.get("simulation")
+            if s:
+                w, sg = s["W_bits_by_estimator"], s["sigma_bps_by_estimator"]
+                lines.append(f"| {N} | {_f(w.get('cwnd'))} | {_f(w.get('inflight'))} | {_f(w.get('little'))} | {_f(sg['flow'])} | {_f(sg['aggregate'])} | {_f(s['drop_rate'], 4)} | {_f(s['utilization'])} |")
     lines += ["", "| N | S | f'(q_e) | f'(q_e) >= 0 (Prop. 6.2) | eq. (10) (Prop. 6.1) | verdict | Markov std (KB) | linear std (KB) | iterated model std (KB) |", "|---|---|---|---|---|---|---|---|---|"]
     for N, c in res["cases"].items():
         for k, s in c["by_S_factor"].items():
@@ -454,7 +462,8 @@ def add_parser(sub: Any) -> None:
     q.add_argument("--W", type=float, default=None, help="mean window W̄ in bits (default: estimated from the simulation; with --no-sim the paper's 6.02e4)")
     q.add_argument("--sigma", type=float, default=None, help="flow-rate deviation sigma in bit/s (default: estimated; with --no-sim the paper's)")
     q.add_argument("--window", choices=["cwnd", "inflight", "little"], default="cwnd", help="how W̄ is estimated from the run (default cwnd, as §VI)")
-    q.add_argument("--aqm", default="auto", help="AQM kind of the simulation (default: ared with sliding thresholds if this build has it, else pie)")
+    q.add_argument("--sigma-estimator", choices=["flow", "aggregate"], default="flow", help="sigma from each flow's rate deviation (default, as §VI) or from the aggregate's")
+    q.add_argument("--aqm", default="auto", help="AQM kind of the simulation (default: ared_sliding, Adaptive RED with sliding thresholds, if this build has it, else pie)")
     q.add_argument("--duration", type=float, default=300.0, help="simulated seconds (default 300)")
     q.add_argument("--warmup", type=float, default=50.0, help="seconds left out of the estimates (default 50)")
     q.add_argument("--seed", type=int, default=1)
