@@ -136,6 +136,7 @@ def fig_trajectories(series: list[tuple[str, np.ndarray, np.ndarray]], out: Path
             ax.set_ylabel("queue (packets)")
             ax.set_title(lab)
             ax.set_ylim(bottom=0)
+            ax.set_xlim(left=0)
         axes[-1, 0].set_xlabel("time (s)")
         fig.suptitle(title, fontsize=10)
         fig.tight_layout()
@@ -159,6 +160,7 @@ def run_ared_queue(a: argparse.Namespace) -> int:
     result: dict[str, Any] = {"model": "Jou, Tan & Baras §VI", "C_bps": C, "d_s": d, "B_packets": a.buffer_pkts, "L_bits": L,
                               "S_factors": factors, "aqm_simulated": None if a.no_sim else aqm, "cases": {}}
     panels, models_rtt, trajs = [], {}, []
+    sim_traj = None
     for N in a.flows:
         case: dict[str, Any] = {"N": N}
         est = None
@@ -199,8 +201,9 @@ def run_ared_queue(a: argparse.Namespace) -> int:
             st["markov_std_kbytes"] = float(np.sqrt(np.sum(pi * (zs - mean) ** 2))) / 8000
             var = m.linear_variance_bits2()
             st["linear_std_kbytes"] = math.sqrt(var) / 8000 if np.isfinite(var) else None
-            traj = m.simulate(2000, q0=qe, seed=a.seed)
-            st["iterated_std_kbytes"] = float(np.std(traj[200:])) / 8000
+            traj = m.simulate(5000, q0=qe, seed=a.seed)
+            st["iterated_std_kbytes"] = float(np.std(traj[500:])) / 8000
+            traj = traj[: int(math.ceil(a.model_seconds / m.S_s)) + 1]
             per_S[f"{k:g}"] = st
             if k in (1.0, 2.0) and N == max(a.flows):
                 trajs.append((f"N = {N}, S = {k:g} RTT (f'(q_e) = {st['fprime_q_e']:.2f})", np.arange(len(traj)) * m.S_s, traj / L))
@@ -222,6 +225,9 @@ def run_ared_queue(a: argparse.Namespace) -> int:
                 panels.append(panel)
         case["by_S_factor"] = per_S
         result["cases"][str(N)] = case
+        if est is not None and N == max(a.flows):
+            ts, qs = _backlog_series(r, 0.1)
+            sim_traj = (f"aqmlab simulation, N = {N}, {aqm}: bottleneck backlog every 100 ms", ts, qs / L)
     files = []
     files += fig_mapping(models_rtt, out, "mapping_S_rtt", "Mapping f and equilibria, S = RTT (Jou, Tan & Baras Fig. 18)",
                          {N: f"N = {N}" for N in models_rtt})
@@ -232,13 +238,25 @@ def run_ared_queue(a: argparse.Namespace) -> int:
                          f"Mapping f for N = {Nmax} and S = k RTT (Jou, Tan & Baras Fig. 19)", {k: f"S = {k:g} RTT" for k in factors})
     files += fig_distributions(panels, out)
     if trajs:
-        files += fig_trajectories(trajs, out, "The model (15) with noise (Jou, Tan & Baras Fig. 20)")
+        files += fig_trajectories(trajs + ([sim_traj] if sim_traj else []), out, "The model (15) with noise (Jou, Tan & Baras Fig. 20) beside the simulation")
     result["figures"] = files
     (out / "analysis.json").write_text(json.dumps(result, indent=2, default=_jsonable) + "\n")
     md = ared_markdown(result)
     (out / "analysis.md").write_text(md)
     print(md)
     return 0
+
+
+def _backlog_series(r: Any, every_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """The bottleneck backlog (bits) sampled every `every_s` from the per-packet rows."""
+    pk = r.raw["packets"]
+    li = r.meta["logged_links"].index("bottleneck")
+    sel = pk["link"] == li
+    t = pk["time_ns"][sel] / 1e9
+    b = pk["backlog_bytes"][sel].astype(float) * 8
+    ts = np.arange(0.0, r.meta["sim_seconds"], every_s)
+    i = np.searchsorted(t, ts, side="right") - 1
+    return ts, np.where(i >= 0, b[np.maximum(i, 0)], 0.0)
 
 
 def _mean_backlog_bits(r: Any, warmup_s: float) -> float:
@@ -466,6 +484,7 @@ def add_parser(sub: Any) -> None:
     q.add_argument("--aqm", default="auto", help="AQM kind of the simulation (default: ared_sliding, Adaptive RED with sliding thresholds, if this build has it, else pie)")
     q.add_argument("--duration", type=float, default=300.0, help="simulated seconds (default 300)")
     q.add_argument("--warmup", type=float, default=50.0, help="seconds left out of the estimates (default 50)")
+    q.add_argument("--model-seconds", type=float, default=500.0, help="time span of the model trajectories in the figure (default 500 s, as Fig. 20)")
     q.add_argument("--seed", type=int, default=1)
     q.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field of the simulated scenario (repeatable)")
     q.add_argument("--no-sim", action="store_true", help="model only, with --W/--sigma or the paper's values")
