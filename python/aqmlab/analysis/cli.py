@@ -357,6 +357,7 @@ def run_pie_fluid(a: argparse.Namespace) -> int:
     sweep_rtts = np.logspace(math.log10(0.01), math.log10(1.0), 120)
     res["sweep"] = {k: pf.margin_sweep(net0, v, sweep_rtts) for k, v in variants.items()}
     res["largest_stable_rtt_s"] = {k: pf.largest_stable_rtt(net0, v) for k, v in variants.items()}
+    res["stable_rtt_ranges_s"] = {k: pf.stable_ranges(rows) for k, rows in res["sweep"].items()}
     traj = []
     warm = a.warmup
     for rtt_ms in a.rtt_ms:
@@ -372,6 +373,7 @@ def run_pie_fluid(a: argparse.Namespace) -> int:
             m = pf.margins(net, v)
             f = pf.integrate(net, v, a.duration, dt_s=a.dt, W_init=float(sc["flows"][0].get("tcp", {}).get("initial_window", 10)))
             osc = pf.oscillation(f["qdelay_s"], f["t_s"], warm)
+            osc["utilization"] = float(np.mean(f["utilization"][f["t_s"] >= warm]))
             fl[k] = {"margins": m, "fluid_qdelay": osc}
             if k == sim_variant:
                 fluid_t, fluid_q = f["t_s"], f["qdelay_s"] * 1e3
@@ -448,9 +450,10 @@ def fig_margin_sweep(res: dict[str, Any], out: Path) -> list[str]:
 def pie_markdown(res: dict[str, Any]) -> str:
     lines = [f"# PIE fluid model vs packet simulation: {res['scenario']}, {res['N']} flows, {res['rate_bps'] / 1e6:g} Mb/s", ""]
     for k, v in res["largest_stable_rtt_s"].items():
-        lines.append(f"- PIE {k}: linearized loop stable up to a base RTT of {'> 1000' if v is None else f'{v * 1e3:.0f}'} ms")
-    lines += ["", "| RTT (ms) | PIE | p0 | alpha, beta at p0 | phase margin (deg) | gain margin (dB) | fluid p10 / p50 / p90 (ms) | fluid p90-p10 (ms) | sim p10 / p50 / p90 (ms) | sim p90-p10 (ms) | sim utilization |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+        rng = ", ".join(f"{a * 1e3:.0f}-{b * 1e3:.0f} ms" for a, b in res["stable_rtt_ranges_s"][k])
+        lines.append(f"- PIE {k}: linearized loop stable up to a base RTT of {'> 1000' if v is None else f'{v * 1e3:.0f}'} ms (stable on the 10-1000 ms sweep at: {rng or 'none'})")
+    lines += ["", "| RTT (ms) | PIE | p0 | alpha, beta at p0 | phase margin (deg) | gain margin (dB) | fluid p10 / p50 / p90 (ms) | fluid p90-p10 (ms) | fluid utilization | sim p10 / p50 / p90 (ms) | sim p90-p10 (ms) | sim utilization |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for rtt, row in res["rtts"].items():
         s = row.get("simulation")
         for k, f in row["fluid"].items():
@@ -460,7 +463,7 @@ def pie_markdown(res: dict[str, Any]) -> str:
                 q = s["queue_delay_ms"]
                 simcols = f"{q['p10']:.1f} / {q['p50']:.1f} / {q['p90']:.1f} | {s['spread_p90_p10_ms']:.1f} | {s['utilization_mean']:.3f}"
             lines.append(f"| {rtt} | {k} | {m['p0']:.4f} | {m['alpha_eff']:.4g}, {m['beta_eff']:.4g} | {_f(m.get('phase_margin_deg'), 1)} | {_f(m.get('gain_margin_db'), 1)} | "
-                         f"{o['p10_ms']:.1f} / {o['p50_ms']:.1f} / {o['p90_ms']:.1f} | {o['spread_p90_p10_ms']:.1f} | {simcols} |")
+                         f"{o['p10_ms']:.1f} / {o['p50_ms']:.1f} / {o['p90_ms']:.1f} | {o['spread_p90_p10_ms']:.1f} | {o['utilization']:.3f} | {simcols} |")
     lines += ["", "Figures: " + ", ".join(f for f in res.get("figures", []) if f.endswith(".png")), ""]
     return "\n".join(lines)
 

@@ -113,6 +113,7 @@ def integrate(net: Net, pie: Optional[Pie], duration_s: float, dt_s: float = 0.0
     q = [0.0] * (n + 1)
     ploss = [0.0] * (n + 1)  # the loss probability the queue applied at each step
     pp = [0.0] * (n + 1)  # PIE's p
+    busy = [1.0] * (n + 1)  # fraction of C the link sends: 1 with a backlog
     W[0], q[0] = W_init, q_init
     p = fixed_p if fixed_p is not None else p_init
     pp[0] = ploss[0] = p
@@ -142,6 +143,7 @@ def integrate(net: Net, pie: Optional[Pie], duration_s: float, dt_s: float = 0.0
             qn = B
         elif qn < 0.0:
             qn = 0.0
+            busy[i + 1] = arr / C if arr < C else 1.0
         q[i + 1] = qn
         # PIE's update every T_update (RFC 8033 §4.2)
         if upd and (i + 1) % upd == 0:
@@ -160,7 +162,7 @@ def integrate(net: Net, pie: Optional[Pie], duration_s: float, dt_s: float = 0.0
         ploss[i + 1] = 1.0 - (1.0 - p) * (1.0 - min(1.0, over))
     t = np.arange(n + 1) * dt_s
     qa = np.asarray(q)
-    return {"t_s": t, "W_pkts": np.asarray(W), "q_pkts": qa, "qdelay_s": qa / C, "p": np.asarray(pp)}
+    return {"t_s": t, "W_pkts": np.asarray(W), "q_pkts": qa, "qdelay_s": qa / C, "p": np.asarray(pp), "utilization": np.asarray(busy)}
 
 
 # ---- linearized loop ---------------------------------------------------------------
@@ -233,6 +235,22 @@ def margins(net: Net, pie: Pie) -> dict[str, Any]:
 
 def margin_sweep(net: Net, pie: Pie, rtts_s: np.ndarray) -> list[dict[str, Any]]:
     return [{"rtt_s": float(r), **margins(replace(net, Tp_s=float(r)), pie)} for r in rtts_s]
+
+
+def stable_ranges(rows: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """The RTT intervals (s) of a `margin_sweep` where the loop is stable."""
+    out: list[tuple[float, float]] = []
+    start = None
+    for r in rows:
+        if r["stable"] and start is None:
+            start = r["rtt_s"]
+        if not r["stable"] and start is not None:
+            out.append((start, prev))
+            start = None
+        prev = r["rtt_s"]
+    if start is not None:
+        out.append((start, prev))
+    return out
 
 
 def largest_stable_rtt(net: Net, pie: Pie, lo: float = 0.01, hi: float = 1.0) -> Optional[float]:
