@@ -256,3 +256,11 @@ def test_cli_pie_fluid_model_only(cli, tmp_path):
 def test_cli_pie_fluid_refuses_a_non_pie_scenario(cli, tmp_path):
     code, out, err = cli("analyze", "pie-fluid", "madpie-proof-droptail", "--no-sim", "--out", str(tmp_path / "p"))
     assert code == 2 and "bottleneck.aqm.kind" in err
+
+
+def test_cli_errors_are_one_line_and_write_nothing(cli, tmp_path):
+    code, out, err = cli("analyze", "ared-queue", "--aqm", "nope", "--out", str(tmp_path / "x"))
+    assert code == 2 and err.count("\n") == 1 and "--aqm" in err
+    code, out, err = cli("analyze", "pie-fluid", "--set", "bottleneck.rate=fast", "--no-sim", "--out", str(tmp_path / "y"))
+    assert code == 2 and err.startswith("aqmlab: error: bottleneck.rate")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()

@@ -147,12 +147,26 @@ def fig_trajectories(series: list[tuple[str, np.ndarray, np.ndarray]], out: Path
 def run_ared_queue(a: argparse.Namespace) -> int:
     import aqmlab
 
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(a.out)  # written only once the inputs are valid
     C, d, L = a.rate_mbps * 1e6, a.rtt_ms / 1e3, 1500 * 8.0
+    if a.scenario:
+        # a user's scenario: C and d from its bottleneck and access links
+        try:
+            sc0 = aqmlab.resolve(a.scenario, list(a.set))
+        except aqmlab.ScenarioError as e:
+            print(f"aqmlab: error: {e}", file=sys.stderr)
+            return 2
+        C = _rate_bps(sc0["bottleneck"]["rate"])
+        d = 2 * (_dur_s(sc0["bottleneck"]["delay"]) + 2 * _dur_s(sc0["access"]["delay"]))
+        aqm_of_scenario = sc0["bottleneck"]["aqm"]["kind"]
     B = a.buffer_pkts * L
     kinds = available_aqms()
     aqm = a.aqm if a.aqm != "auto" else ("ared_sliding" if "ared_sliding" in kinds else "pie")
+    if a.scenario:
+        if a.aqm != "auto":
+            print("aqmlab: error: --aqm: with a SCENARIO, set its AQM in the file or with --set bottleneck.aqm.kind=...", file=sys.stderr)
+            return 2
+        aqm = aqm_of_scenario
     if not a.no_sim and aqm not in kinds:
         print(f"aqmlab: error: --aqm: no AQM kind \"{aqm}\" in this build (have: {', '.join(kinds)})", file=sys.stderr)
         return 2
@@ -240,6 +254,7 @@ def run_ared_queue(a: argparse.Namespace) -> int:
     if trajs:
         files += fig_trajectories(trajs + ([sim_traj] if sim_traj else []), out, "The model (15) with noise (Jou, Tan & Baras Fig. 20) beside the simulation")
     result["figures"] = files
+    out.mkdir(parents=True, exist_ok=True)
     (out / "analysis.json").write_text(json.dumps(result, indent=2, default=_jsonable) + "\n")
     md = ared_markdown(result)
     (out / "analysis.md").write_text(md)
@@ -334,9 +349,12 @@ def _rate_bps(v: str) -> float:
 def run_pie_fluid(a: argparse.Namespace) -> int:
     import aqmlab
 
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    sc = aqmlab.resolve(a.scenario, list(a.set))
+    out = Path(a.out)  # written only once the inputs are valid
+    try:
+        sc = aqmlab.resolve(a.scenario, list(a.set))
+    except aqmlab.ScenarioError as e:
+        print(f"aqmlab: error: {e}", file=sys.stderr)
+        return 2
     bn = sc["bottleneck"]
     aqm = bn["aqm"]
     if aqm.get("kind") not in ("pie", "madpie"):
@@ -393,6 +411,7 @@ def run_pie_fluid(a: argparse.Namespace) -> int:
     files = fig_pie_trajectories(traj, out, a.window, sim_variant, res)
     files += fig_margin_sweep(res, out)
     res["figures"] = files
+    out.mkdir(parents=True, exist_ok=True)
     (out / "analysis.json").write_text(json.dumps(res, indent=2, default=_jsonable) + "\n")
     md = pie_markdown(res)
     (out / "analysis.md").write_text(md)
@@ -474,7 +493,7 @@ def add_parser(sub: Any) -> None:
     asub = an.add_subparsers(dest="analysis", required=True)
 
     q = asub.add_parser("ared-queue", help="Jou, Tan & Baras §VI: the map f, equilibrium, stability, Markov-chain and linear distributions vs aqmlab's")
-    q.add_argument("scenario", nargs="?", default=None, help="a scenario to simulate instead of the built-in §VI one (flows.0.count is set to each N)")
+    q.add_argument("scenario", nargs="?", default=None, help="a scenario to simulate instead of the built-in §VI one (flows.0.count is set to each N; C and d are taken from it)")
     q.add_argument("--flows", "-n", type=int, nargs="+", default=[20, 40], help="numbers of persistent TCP flows (default: 20 40, as §VI)")
     q.add_argument("--rate-mbps", type=float, default=JTB_RATE_BPS / 1e6, help="link rate C in Mb/s (default 6)")
     q.add_argument("--rtt-ms", type=float, default=JTB_RTT_S * 1e3, help="round-trip propagation delay d in ms (default 64)")
