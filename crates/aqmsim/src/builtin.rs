@@ -4,6 +4,8 @@
 pub const SCENARIOS: &[(&str, &str)] = &[
     ("madpie-proof", include_str!("../../../scenarios/madpie-proof.toml")),
     ("madpie-proof-droptail", include_str!("../../../scenarios/madpie-proof-droptail.toml")),
+    ("madpie-proof-madpie", include_str!("../../../scenarios/madpie-proof-madpie.toml")),
+    ("ietf88-ecn", include_str!("../../../scenarios/ietf88-ecn.toml")),
 ];
 
 /// The scenario `aqmlab run` uses when given none (Kuhn & Ros §III, PIE, RTT 500 ms).
