@@ -26,13 +26,15 @@ pub struct IpPacket {
     pub flow: u32,
     pub kind: u8,
     pub key: u64,
+    /// The source-destination address pair (RED+Tail's classifier cannot see ports).
+    pub pair: u64,
     pub transport: Transport,
     pub arrived: Time,
 }
 
 impl IpPacket {
     pub fn empty() -> IpPacket {
-        IpPacket { buf: Box::new([0u8; BUF_SIZE]), len: 0, uid: 0, flow: u32::MAX, kind: KIND_DATA, key: 0, transport: Transport::Other, arrived: Time::ZERO }
+        IpPacket { buf: Box::new([0u8; BUF_SIZE]), len: 0, uid: 0, flow: u32::MAX, kind: KIND_DATA, key: 0, pair: 0, transport: Transport::Other, arrived: Time::ZERO }
     }
     pub fn bytes(&self) -> &[u8] {
         &self.buf[..self.len]
@@ -86,6 +88,7 @@ impl IpPacket {
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
         self.key = h;
+        self.pair = ((src as u64) << 32) | dst as u64;
         // the sender side's port names the flow in both directions
         self.flow = map.flow_of(if forward { sport } else { dport });
         true
@@ -131,6 +134,9 @@ impl QPacket for IpPacket {
     }
     fn flow_key(&self) -> u64 {
         self.key
+    }
+    fn host_pair_key(&self) -> u64 {
+        self.pair
     }
     fn transport(&self) -> Transport {
         self.transport
@@ -242,6 +248,9 @@ mod tests {
         // the same 5-tuple gives the same key, another tuple another
         assert_eq!(d.key, tcp_packet(0, 20003, 5201, 0x10, 0).tap_parse(&map).key);
         assert_ne!(d.key, s.key);
+        // one host pair for every flow between the two addresses
+        assert_eq!(d.host_pair_key(), s.host_pair_key());
+        assert_eq!(d.transport(), Transport::Tcp);
         let mut v6 = IpPacket::empty();
         v6.buf[0] = 0x60;
         v6.len = 40;
