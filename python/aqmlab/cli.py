@@ -158,6 +158,21 @@ def cmd_show(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_emulate(a: argparse.Namespace) -> int:
+    from . import emulate as emu
+
+    if a.cleanup:
+        try:
+            emu.netns.preflight()
+        except emu.EmulationError as e:
+            return _err(str(e), 1)
+        found = emu.cleanup_all()
+        n = sum(len(v) for v in found.values())
+        print(f"removed {len(found['namespaces'])} namespaces, {len(found['devices'])} devices, {len(found['processes'])} processes" if n else "nothing to clean up")
+        return 0
+    return emu.cli_run(a, headline_table, _err, _console, _progress_runner)
+
+
 def cmd_bench(a: argparse.Namespace) -> int:
     from . import bench
 
@@ -324,6 +339,15 @@ def build_parser() -> argparse.ArgumentParser:
     sh = sub.add_parser("show", help="print a scenario with every default filled in")
     common(sh)
     sh.set_defaults(fn=cmd_show)
+
+    e = sub.add_parser("emulate", help="run a scenario on real Linux TCP through a userspace bottleneck (root; namespaces and TUN)")
+    common(e)
+    e.add_argument("--out", default=None, help="output folder (default: runs/NAME-seedN-emulated)")
+    e.add_argument("--no-report", action="store_true", help="skip report.html and the figures")
+    e.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
+    e.add_argument("--trace", default=None, metavar="FILE", help="a Mahimahi delivery trace (one time in ms per line) for the senders-to-receivers direction instead of bottleneck.rate")
+    e.add_argument("--cleanup", action="store_true", help="remove namespaces, devices and processes left by killed runs, then exit")
+    e.set_defaults(fn=cmd_emulate)
 
     b = sub.add_parser("bench", help="time whole runs of a scenario (release build)")
     common(b)

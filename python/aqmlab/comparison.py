@@ -59,6 +59,10 @@ class Run:
         self.summary: dict[str, Any] = json.loads((self.path / "summary.json").read_text())
         sc = self.path / "scenario.json"
         self.scenario: dict[str, Any] = json.loads(sc.read_text()) if sc.exists() else {"name": self.summary.get("scenario"), "seed": self.summary.get("seed")}
+        # what ran it, so that an emulated run (aqmlab emulate) and a simulated run of
+        # the same scenario form two series
+        em = self.summary.get("emulation")
+        self.scenario["engine"] = f"Linux {em.get('kernel', '')}".strip() if em else "simulator"
         self.params = dict(params or {})
         self._tables: dict[tuple[str, tuple[str, ...]], Any] = {}
 
