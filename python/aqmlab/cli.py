@@ -76,7 +76,7 @@ def cmd_run(a: argparse.Namespace) -> int:
 
     try:
         src = source(a.scenario)
-        resolved = json.loads(_core.resolve_scenario(src.text, src.format, a.set, a.seed))
+        resolved = json.loads(_core.resolve_scenario(src.text, src.format, a.set, a.seed, src.base_dir))
     except _core.ScenarioError as e:
         return _err(str(e))
     name = resolved["name"]
@@ -90,7 +90,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         with _progress_runner(f"{name}", show_bar) as cb:
-            raw = _core.run(src.text, src.format, a.set, a.seed, cb)
+            raw = _core.run(src.text, src.format, a.set, a.seed, cb, src.base_dir)
     except _core.ScenarioError as e:
         return _err(str(e))
     except _core.SimulationError as e:
@@ -152,7 +152,7 @@ def cmd_show(a: argparse.Namespace) -> int:
 
     try:
         src = source(a.scenario)
-        print(json.dumps(json.loads(_core.resolve_scenario(src.text, src.format, a.set, a.seed)), indent=2))
+        print(json.dumps(json.loads(_core.resolve_scenario(src.text, src.format, a.set, a.seed, src.base_dir)), indent=2))
     except _core.ScenarioError as e:
         return _err(str(e))
     return 0

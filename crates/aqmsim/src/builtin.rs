@@ -4,6 +4,7 @@
 pub const SCENARIOS: &[(&str, &str)] = &[
     ("madpie-proof", include_str!("../../../scenarios/madpie-proof.toml")),
     ("madpie-proof-droptail", include_str!("../../../scenarios/madpie-proof-droptail.toml")),
+    ("madpie-mix", include_str!("../../../scenarios/madpie-mix.toml")),
 ];
 
 /// The scenario `aqmlab run` uses when given none (Kuhn & Ros §III, PIE, RTT 500 ms).
