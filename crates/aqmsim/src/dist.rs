@@ -166,6 +166,12 @@ impl<'de> Deserialize<'de> for SizeDist {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<SizeDist, E> {
                 v.parse::<Bytes>().map(SizeDist::Fixed).map_err(E::custom)
             }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<SizeDist, E> {
+                Err(E::custom(format!("invalid value {v}: a unit is required, a size such as \"100KB\"")))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<SizeDist, E> {
+                self.visit_i64(v as i64)
+            }
             fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<SizeDist, A::Error> {
                 let mut v = Vec::new();
                 while let Some(b) = s.next_element::<Bytes>()? {
@@ -220,6 +226,12 @@ impl<'de> Deserialize<'de> for TimeDist {
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<TimeDist, E> {
                 v.parse::<Duration>().map(TimeDist::Fixed).map_err(E::custom)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<TimeDist, E> {
+                Err(E::custom(format!("invalid value {v}: a unit is required, a time such as \"9.5s\"")))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<TimeDist, E> {
+                self.visit_i64(v as i64)
             }
             fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<TimeDist, A::Error> {
                 let Some(k) = m.next_key::<String>()? else {
@@ -341,7 +353,7 @@ mod tests {
         let want = k * 2f64.powf(1.0 / a);
         assert!((med - want).abs() / want < 0.01, "median {med} vs {want}");
         // E[min(X, M)] = K a/(a-1) - K^a M^(1-a) / (a-1)
-        let cap = 1_000_000.0;
+        let cap: f64 = 1_000_000.0;
         let capped = SizeDist::Pareto(ParetoSize { scale: Bytes(2300), shape: a, max: Some(Bytes(cap as u64)) });
         let want = k * a / (a - 1.0) - k.powf(a) * cap.powf(1.0 - a) / (a - 1.0);
         let m = (0..n).map(|_| capped.sample(&mut r) as f64).sum::<f64>() / n as f64;
