@@ -26,6 +26,18 @@
 //! flows on one bottleneck settle where every flow has the same rate
 //! (r_i = extra / (RTT - gain * min_rtt) for all i): fair and short.
 //!
+//! The base RTT is only right if the receiver saw the path without a queue. A late
+//! connection first sees the queue that earlier ones keep, believes the BDP larger,
+//! and would keep more in the queue than they do. So, as BBR's ProbeRTT (Cardwell,
+//! Cheng, Gunn, Hassas Yeganeh & Jacobson, "BBR: congestion-based congestion
+//! control", ACM Queue 2016: a 10 s min-RTT window, 200 ms at 4 packets), when no
+//! sample has matched `min_rtt` for `probe_interval`, and once at the end of the
+//! start-up, the receiver advertises `min_segments` for `probe_time` (at least two
+//! rounds: one for the window to close, one to measure). Unlike BBR, the base RTT
+//! only ever decreases: a probe during a flood by another connection would
+//! otherwise take the flooded queue for the path. Rounds of a probe leave the rate
+//! history alone.
+//!
 //! Mode changes, tested at each round's end:
 //! - to DRS when, for `revert_after`, every round had share = rate / cap below
 //!   `revert_share` and its smallest RTT sample above `revert_rtt_ratio * min_rtt`
@@ -70,6 +82,11 @@ pub struct PalermoParams {
     pub return_share: f64,
     /// ... for this long.
     pub return_after: Duration,
+    /// Probe the base RTT when no sample has matched it for this long (BBR: 10 s).
+    pub probe_interval: Duration,
+    /// How long a probe holds the window at `min_segments` (BBR: 200 ms; at least
+    /// two rounds).
+    pub probe_time: Duration,
 }
 
 impl Default for PalermoParams {
@@ -85,6 +102,8 @@ impl Default for PalermoParams {
             revert_after: Duration::from_secs(10),
             return_share: 0.8,
             return_after: Duration::from_secs(2),
+            probe_interval: Duration::from_secs(10),
+            probe_time: Duration::from_millis(200),
         }
     }
 }
@@ -102,6 +121,8 @@ impl PalermoParams {
         ("revert_after", "... for this long (Popovsky Fig. 4: about 11 s)"),
         ("return_share", "return to Palermo behaviour when rate / capacity estimate stays at least this ..."),
         ("return_after", "... for this long"),
+        ("probe_interval", "re-measure the base RTT when no sample matched it for this long (as BBR's ProbeRTT: 10 s)"),
+        ("probe_time", "how long a probe holds the window at min_segments (BBR: 200 ms; at least two rounds)"),
     ];
 
     pub fn validate(&self) -> Result<(), String> {
@@ -124,6 +145,9 @@ impl PalermoParams {
         }
         if self.revert_share >= self.return_share {
             return Err(format!("revert_share: must be below return_share ({}), got {}", self.return_share, self.revert_share));
+        }
+        if self.probe_interval.is_zero() {
+            return Err("probe_interval: must be greater than zero".into());
         }
         if !(self.revert_rtt_ratio >= 1.0) {
             return Err(format!("revert_rtt_ratio: must be at least 1, got {}", self.revert_rtt_ratio));
@@ -150,6 +174,13 @@ pub struct Palermo {
     mss: u64,
     pub mode: Mode,
     pub min_rtt: Option<Duration>,
+    /// When a sample last matched (or set) `min_rtt`.
+    min_rtt_stamp: Time,
+    /// A base-RTT probe in progress: when it began.
+    probing: Option<Time>,
+    /// Probe at the next chance (after the start-up).
+    probe_due: bool,
+    pub probes: u32,
     round_start: Time,
     round_bytes_start: u64,
     round_len: Duration,
@@ -177,6 +208,10 @@ impl Palermo {
             mss,
             mode: Mode::Startup,
             min_rtt: None,
+            min_rtt_stamp: Time::ZERO,
+            probing: None,
+            probe_due: false,
+            probes: 0,
             round_start: Time::ZERO,
             round_bytes_start: 0,
             round_len: Duration::ZERO,
@@ -196,8 +231,12 @@ impl Palermo {
 
     /// An RTT sample from a timestamp echo.
     pub fn on_rtt(&mut self, now: Time, rtt: Duration, bytes_received: u64) {
-        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        if self.min_rtt.is_none_or(|m| rtt <= m) {
+            self.min_rtt = Some(rtt);
+            self.min_rtt_stamp = now;
+        }
         self.round_min_rtt = Some(self.round_min_rtt.map_or(rtt, |m| m.min(rtt)));
+        self.update_probe(now);
         if self.round_len.is_zero() {
             // the first sample starts the first round
             self.round_len = rtt.max(Duration::from_millis(1));
@@ -207,20 +246,49 @@ impl Palermo {
         }
     }
 
+    /// Start or end a base-RTT probe.
+    fn update_probe(&mut self, now: Time) {
+        match self.probing {
+            None => {
+                let stale = now.saturating_since(self.min_rtt_stamp) > self.p.probe_interval;
+                if self.mode != Mode::Drs && self.n_rounds > 0 && (stale || self.probe_due) {
+                    self.probing = Some(now);
+                    self.probe_due = false;
+                    self.probes += 1;
+                }
+            }
+            Some(t0) => {
+                if now.saturating_since(t0) >= self.p.probe_time.max(self.round_len + self.round_len) {
+                    // The probe's samples have lowered min_rtt if they could (on_rtt).
+                    self.min_rtt_stamp = now;
+                    self.probing = None;
+                }
+            }
+        }
+    }
+
+    /// A base-RTT probe is under way (the window is at its minimum).
+    pub fn probing(&self) -> bool {
+        self.probing.is_some()
+    }
+
     /// Data arrived; `bytes_received` counts every new payload byte so far.
     pub fn on_data(&mut self, now: Time, bytes_received: u64) {
+        self.update_probe(now);
         if self.round_len.is_zero() || now < self.round_start + self.round_len {
             return;
         }
         let elapsed = now - self.round_start;
         let bytes = bytes_received - self.round_bytes_start;
         let rate = bytes as f64 / elapsed.as_secs_f64();
-        let i = (self.n_rounds % MAX_ROUNDS as u64) as usize;
-        self.rates[i] = rate;
-        self.round_bytes[i] = bytes;
-        self.n_rounds += 1;
-        self.cap = self.cap.max(rate);
-        self.end_of_round(now, rate);
+        if self.probing.is_none() {
+            let i = (self.n_rounds % MAX_ROUNDS as u64) as usize;
+            self.rates[i] = rate;
+            self.round_bytes[i] = bytes;
+            self.n_rounds += 1;
+            self.cap = self.cap.max(rate);
+            self.end_of_round(now, rate);
+        }
         if let Some(r) = self.round_min_rtt {
             self.round_len = r.max(Duration::from_millis(1));
         }
@@ -242,6 +310,8 @@ impl Palermo {
                         self.startup_flat_rounds += 1;
                         if self.startup_flat_rounds >= 3 {
                             self.mode = Mode::Steady;
+                            // drain the start-up queue and re-measure the base RTT
+                            self.probe_due = true;
                         }
                     }
                 }
@@ -289,6 +359,9 @@ impl Palermo {
             return None; // nothing measured yet: the sender's initial window limits it
         }
         let floor = (self.p.min_segments as u64 * self.mss) as f64;
+        if self.probing.is_some() {
+            return Some(floor as u64);
+        }
         let w = match self.mode {
             Mode::Drs => {
                 // Fisk & Feng: twice what arrived in a round never limits the sender.
@@ -372,11 +445,44 @@ mod tests {
         }
         t = feed(&mut p, t, 100, 2, 100_000, &mut rx);
         assert_eq!(p.mode, Mode::Startup, "two flat rounds are not enough");
-        feed(&mut p, t, 100, 2, 100_000, &mut rx);
+        t = feed(&mut p, t, 100, 2, 100_000, &mut rx);
         assert_eq!(p.mode, Mode::Steady);
-        // steady: 1.1 * 1 MB/s * 100 ms + 2 MSS = 112 000 B
+        // leaving the start-up, the receiver drains the queue to re-measure the base RTT
+        assert!(p.probing());
+        assert_eq!(p.window(), Some(4 * MSS));
+        feed(&mut p, t, 100, 3, 100_000, &mut rx);
+        assert!(!p.probing());
+        assert_eq!(p.probes, 1);
+        // steady: 1.1 * 1 MB/s * 100 ms + 2 MSS = 112 000 B (the probe's rounds do
+        // not enter the rate history)
         let w = p.window().unwrap();
         assert!((w as f64 - 112_000.0).abs() < 200.0, "{w}");
+    }
+
+    #[test]
+    fn a_base_rtt_not_matched_for_probe_interval_is_probed_and_never_grows() {
+        // Samples of 150 ms after a base of 100 ms: a standing queue (or a longer
+        // path). After probe_interval (10 s) without a sample at the base, the
+        // receiver probes; the base stays at 100 ms (a flood must not become the base).
+        let mut p = Palermo::new(&PalermoParams::default(), MSS);
+        let mut rx = 0;
+        let t = feed(&mut p, 0, 100, 20, 100_000, &mut rx);
+        assert_eq!(p.probes, 1, "the probe after the start-up");
+        assert_eq!(p.min_rtt, Some(Duration::from_millis(100)));
+        let t = feed(&mut p, t, 150, 66, 150_000, &mut rx);
+        assert_eq!(p.probes, 1, "9.9 s after the last match: no probe yet");
+        let t = feed(&mut p, t, 150, 1, 150_000, &mut rx);
+        assert_eq!(p.probes, 2);
+        assert!(p.probing());
+        assert_eq!(p.window(), Some(4 * MSS));
+        // the probe drains the queue: samples at 90 ms lower the base
+        feed(&mut p, t, 90, 4, 90_000, &mut rx);
+        assert!(!p.probing());
+        assert_eq!(p.min_rtt, Some(Duration::from_millis(90)));
+        let mut q = Palermo::new(&PalermoParams::default(), MSS);
+        let t = feed(&mut q, 0, 100, 20, 100_000, &mut rx);
+        feed(&mut q, t, 150, 80, 150_000, &mut rx);
+        assert_eq!(q.min_rtt, Some(Duration::from_millis(100)), "never raised");
     }
 
     #[test]
