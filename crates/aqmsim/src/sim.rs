@@ -94,6 +94,7 @@ struct TcpFlow {
     /// senders' counters.
     delivered_before: u64,
     stats_before: SenderStats,
+    min_rtt_before: Option<Duration>,
     app: App,
 }
 
@@ -101,6 +102,18 @@ impl TcpFlow {
     /// The sender's counters over all the flow's connections.
     fn stats(&self) -> SenderStats {
         self.stats_before + self.snd.stats
+    }
+
+    /// The smallest RTT over all the flow's connections.
+    fn min_rtt(&self) -> Option<Duration> {
+        min_opt(self.min_rtt_before, self.snd.min_rtt())
+    }
+}
+
+fn min_opt<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -240,7 +253,7 @@ impl Sim {
                 };
                 let extra = path.flow_delay.as_ref().map_or(Duration::ZERO, |d| d.sample(&mut delay_rng));
                 let tcp = |cfg: &crate::tcp::TcpConfig, app: App| {
-                    FlowKind::Tcp(Box::new(TcpFlow { snd: TcpSender::new(id, cfg), rcv: TcpReceiver::new(id, cfg), conn: 0, delivered_before: 0, stats_before: SenderStats::default(), app }))
+                    FlowKind::Tcp(Box::new(TcpFlow { snd: TcpSender::new(id, cfg), rcv: TcpReceiver::new(id, cfg), conn: 0, delivered_before: 0, stats_before: SenderStats::default(), min_rtt_before: None, app }))
                 };
                 let downloads = |single: Option<u64>, persistent: bool| {
                     App::Downloads(Box::new(Downloads {
@@ -769,6 +782,7 @@ impl Sim {
                 t.conn += 1;
                 t.delivered_before += t.rcv.bytes_delivered;
                 t.stats_before = t.stats_before + t.snd.stats;
+                t.min_rtt_before = min_opt(t.min_rtt_before, t.snd.min_rtt());
                 t.snd = TcpSender::new(fi as u32, cfg);
                 t.rcv = TcpReceiver::new(fi as u32, cfg);
             }
@@ -849,10 +863,7 @@ impl Sim {
     fn sync_flow_timer(&mut self, fi: usize) {
         let f = &mut self.flows[fi];
         let want = match &f.kind {
-            FlowKind::Tcp(t) => match (t.snd.poll_at(), t.rcv.poll_at()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            },
+            FlowKind::Tcp(t) => min_opt(t.snd.poll_at(), t.rcv.poll_at()),
             FlowKind::Cbr(_) => None,
         };
         if let Some(w) = want {
@@ -1093,7 +1104,7 @@ impl Sim {
             ft.timeouts.push(st.timeouts);
             ft.recoveries.push(st.recoveries);
             ft.ecn_reductions.push(st.ecn_reductions);
-            ft.min_rtt_ns.push(t.snd.min_rtt().map_or(-1, |d| d.as_nanos() as i64));
+            ft.min_rtt_ns.push(t.min_rtt().map_or(-1, |d| d.as_nanos() as i64));
             ft.srtt_ns.push(t.snd.rtt.srtt().map_or(-1, |d| d.as_nanos() as i64));
             ft.transfers.push(match &t.app {
                 App::Downloads(d) => d.completed,
