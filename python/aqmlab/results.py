@@ -29,6 +29,7 @@ KINDS = ["data", "ack", "syn", "synack", "udp"]
 EVENTS = ["enqueue", "dequeue", "drop", "mark"]
 CAUSES = ["", "overflow", "random", "deterministic"]
 CA_STATES = ["open", "recovery", "loss", "cwr"]
+RECEIVER_MODES = ["", "startup", "steady", "drs", "probe"]
 
 FORMAT_VERSION = 1
 
@@ -254,6 +255,10 @@ class RunResult:
                 _dict_col(fs["ca_state"], CA_STATES),
             ),
             "rwnd_bytes": cat(nulls(nl, pa.int64()), pa.array(fs["rwnd"], mask=fs["rwnd"] < 0)),
+            "receiver_mode": cat(
+                pa.DictionaryArray.from_arrays(pa.nulls(nl, pa.int32()), pa.array(RECEIVER_MODES)),
+                _dict_col(fs["receiver_mode"], RECEIVER_MODES, null_code=0),
+            ),
         }
         return pa.table(cols)
 

@@ -91,7 +91,7 @@ fn to_python<'py>(py: Python<'py>, o: RunOutput) -> PyResult<Bound<'py, PyDict>>
     let f = o.flow_series;
     d.set_item(
         "flow_series",
-        columns!(py, f, [time_ns, flow, cwnd, ssthresh, srtt_ns, rtt_ns, rto_ns, in_flight, delivered_bytes, snd_una, retransmits, ca_state, rwnd]),
+        columns!(py, f, [time_ns, flow, cwnd, ssthresh, srtt_ns, rtt_ns, rto_ns, in_flight, delivered_bytes, snd_una, retransmits, ca_state, rwnd, receiver_mode]),
     )?;
     let t = o.flows;
     d.set_item(

@@ -110,6 +110,9 @@ pub struct FlowSeries {
     pub ca_state: Vec<u8>,
     /// The receiver's latest advertised window in bytes (-1: unlimited).
     pub rwnd: Vec<i64>,
+    /// Palermo-like receivers' mode: 0 none (DRS receiver, UDP), 1 start-up,
+    /// 2 steady, 3 DRS behaviour, 4 base-RTT probe.
+    pub receiver_mode: Vec<u8>,
 }
 
 /// One row per ACK arriving at a traced sender (`record.flow_trace`): the

@@ -22,6 +22,7 @@ use crate::packet::Packet;
 use crate::record::*;
 use crate::rng::{self, SimRng};
 use crate::scenario::{Connection, FlowSel, Scenario, ScenarioError, StartSpec, TrafficSpec};
+use crate::tcp::palermo::Mode;
 use crate::tcp::sender::{CaState, SenderStats};
 use crate::tcp::{TcpReceiver, TcpSender};
 use crate::traffic::{Cbr, Current, Downloads};
@@ -943,6 +944,7 @@ impl Sim {
                         r.retransmits.push(0);
                         r.ca_state.push(0);
                         r.rwnd.push(-1);
+                        r.receiver_mode.push(0);
                         continue;
                     }
                 };
@@ -963,6 +965,12 @@ impl Sim {
                     CaState::Cwr => 3,
                 });
                 r.rwnd.push(window_col(t.rcv.last_rwnd));
+                r.receiver_mode.push(t.rcv.palermo.as_deref().map_or(0, |p| match p.mode {
+                    _ if p.probing() => 4,
+                    Mode::Startup => 1,
+                    Mode::Steady => 2,
+                    Mode::Drs => 3,
+                }));
             }
         }
         let next = now + self.interval;

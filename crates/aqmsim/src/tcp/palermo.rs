@@ -76,7 +76,7 @@ pub struct PalermoParams {
     /// ... while the round's smallest RTT exceeds this multiple of the base RTT ...
     pub revert_rtt_ratio: f64,
     /// ... for this long (Popovsky Fig. 4: the competitor arrives at 17 s, the
-    /// Palermo receiver reverts at 28 s).
+    /// Palermo receiver reverts at 28 s; the queue takes a few seconds to build).
     pub revert_after: Duration,
     /// Return to Palermo behaviour when the share is at least this ...
     pub return_share: f64,
@@ -99,7 +99,7 @@ impl Default for PalermoParams {
             rate_rounds: 4,
             revert_share: 0.3,
             revert_rtt_ratio: 2.0,
-            revert_after: Duration::from_secs(10),
+            revert_after: Duration::from_secs(5),
             return_share: 0.8,
             return_after: Duration::from_secs(2),
             probe_interval: Duration::from_secs(10),
@@ -118,7 +118,7 @@ impl PalermoParams {
         ("rate_rounds", "rounds (about one RTT each) over which the delivery rate's maximum is taken"),
         ("revert_share", "revert to DRS when rate / capacity estimate stays below this ..."),
         ("revert_rtt_ratio", "... while the RTT stays above this multiple of the base RTT ..."),
-        ("revert_after", "... for this long (Popovsky Fig. 4: about 11 s)"),
+        ("revert_after", "... for this long (ours: 5 s; Popovsky Fig. 4 reverts 11 s after the competitor arrives)"),
         ("return_share", "return to Palermo behaviour when rate / capacity estimate stays at least this ..."),
         ("return_after", "... for this long"),
         ("probe_interval", "re-measure the base RTT when no sample matched it for this long (as BBR's ProbeRTT: 10 s)"),
