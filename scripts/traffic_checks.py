@@ -122,7 +122,7 @@ def late() -> None:
                 break
             t = r.raw["transfers"]
             row.append(t["size_bytes"][0] * 8 / ((t["end_ns"][0] - int(t["request_ns"][0])) / 1e9) / 1e6 if t["end_ns"][0] >= 0 else float("nan"))
-        print(f"{label:<16}" + ("".join(f"{x:10.2f}" for x in row) if row else "  not available (no CoDel in this build)"))
+        print(f"{label:<16}" + ("".join(f"{x:10.3f}" for x in row) if row else "  not available (no CoDel in this build)"))
 
 
 def main() -> None:
