@@ -144,6 +144,13 @@ def cmd_list(a: argparse.Namespace) -> int:
     for k, v in traffic["tcp"].items():
         t.add_row(k, json.dumps(v))
     con.print(t)
+    t = Table(title='Palermo-like receiver: tcp.receiver = { kind = "palermo", ... } (docs/receivers.md)', title_justify="left")
+    t.add_column("parameter")
+    t.add_column("default")
+    t.add_column("meaning")
+    for k, v in traffic["palermo"].items():
+        t.add_row(k, json.dumps(v), traffic["palermo_doc"].get(k, ""))
+    con.print(t)
     return 0
 
 

@@ -13,7 +13,7 @@ use std::fmt;
 use std::path::Path;
 
 use aqm::{AqmSpec, Bytes, Duration, QueueLimit, Rate};
-use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
+use serde::de::{self, DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 
 use crate::dist::{ParetoSize, SizeDist, TimeDist};
@@ -91,32 +91,13 @@ impl Serialize for StartSpec {
 }
 
 impl<'de> Deserialize<'de> for StartSpec {
+    /// The forms of a bounded [`TimeDist`]: a time, or `{ uniform = [a, b] }`.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = StartSpec;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a time such as \"0s\", or { uniform = [\"0s\", \"1s\"] }")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<StartSpec, E> {
-                v.parse::<Duration>().map(StartSpec::At).map_err(E::custom)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<StartSpec, A::Error> {
-                let mut out = None;
-                while let Some(k) = m.next_key::<String>()? {
-                    if k != "uniform" {
-                        return Err(de::Error::unknown_field(&k, &["uniform"]));
-                    }
-                    let [a, b]: [Duration; 2] = m.next_value()?;
-                    if a > b {
-                        return Err(de::Error::custom(format!("uniform: the interval [{a}, {b}] is empty (from > to)")));
-                    }
-                    out = Some(StartSpec::Uniform(a, b));
-                }
-                out.ok_or_else(|| de::Error::missing_field("uniform"))
-            }
+        match TimeDist::deserialize(d)? {
+            TimeDist::Fixed(t) => Ok(StartSpec::At(t)),
+            TimeDist::Uniform(a, b) => Ok(StartSpec::Uniform(a, b)),
+            TimeDist::Exponential(_) => Err(de::Error::custom("a start time is a time or { uniform = [from, to] }, not a distribution without bounds")),
         }
-        d.deserialize_any(V)
     }
 }
 

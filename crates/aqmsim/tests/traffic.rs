@@ -3,7 +3,6 @@
 //! schedule, per-group paths, conservation with UDP and new connections, and the
 //! Palermo-like receiver against DRS.
 
-use aqmsim::aqm::Time;
 use aqmsim::{builtin, RunOutput, Scenario};
 
 fn run(sc: &Scenario) -> RunOutput {
