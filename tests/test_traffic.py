@@ -73,7 +73,7 @@ def test_the_new_tables_are_written_and_every_column_is_documented(mix, tmp_path
     for name in ("transfers", "datagrams", "flow_trace", "flows", "timeseries", "packets"):
         t = pq.read_table(out / f"{name}.parquet")
         assert t.schema.metadata[b"aqmlab.format_version"]
-        section = doc.split(f"## `{name}.parquet`")[1].split("\n## ")[0]
+        section = doc.split(f"\n## {name}.parquet")[1].split("\n## ")[0]
         for col in t.column_names:
             assert f"`{col}`" in section, f"{name}.{col} is not in docs/outputs.md"
     tr = pq.read_table(out / "transfers.parquet").to_pandas()

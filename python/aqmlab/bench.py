@@ -55,4 +55,36 @@ def main(a: argparse.Namespace) -> int:
     t.add_row("bottleneck packets per second", f"{pkts / best[0] / 1e6:.2f} M")
     t.add_row("simulated seconds per wall second", f"{sim_s / best[0]:,.0f}")
     Console().print(t)
+    if getattr(a, "vs", None) == "ns3":
+        return _vs_ns3(resolved, best[0], a)
+    return 0
+
+
+def _vs_ns3(resolved: dict, aqmlab_best: float, a: argparse.Namespace) -> int:
+    """Run the ns-3 twin of the same scenario in the same sitting and print the ratio."""
+    import tempfile
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from . import ns3
+
+    try:
+        ns3.build()
+        with tempfile.TemporaryDirectory() as d:
+            runs = [ns3.run(resolved, resolved["seed"], Path(d)) for _ in range(max(1, min(a.repeat, 3)))]
+    except (ns3.Ns3Unavailable, ns3.NotTranslatable) as e:
+        print(f"aqmlab: error: {e}")
+        return 2
+    best = min(r.wall_seconds for r in runs)
+    t = Table(title="aqmlab vs ns-3 3.44, same scenario, same sitting", title_justify="left")
+    t.add_column("simulator")
+    t.add_column("wall seconds (best)", justify="right")
+    t.add_column("queueing delay p50 / p90 (ms)", justify="right")
+    t.add_row("aqmlab", f"{aqmlab_best:.3f}", "")
+    q = runs[0].summary["queue_delay_ms"]
+    t.add_row("ns-3", f"{best:.3f}", f"{q['p50']:.1f} / {q['p90']:.1f}")
+    Console().print(t)
+    Console().print(f"aqmlab is {best / aqmlab_best:.1f} times faster than ns-3 on this scenario")
     return 0

@@ -200,7 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     common(b)
     b.add_argument("--repeat", type=int, default=3, help="runs to time (the best and median are reported)")
     b.add_argument("--no-packets", action="store_true", help="turn per-packet records off (record.packets = false)")
+    b.add_argument("--vs", choices=["ns3"], default=None, help="also run the scenario's ns-3 twin (pip install 'aqmlab[ns3]') and print the speed ratio")
     b.set_defaults(fn=cmd_bench)
+
+    from .analysis.cli import add_parser as add_analyze
+
+    add_analyze(sub)
     return p
 
 

@@ -12,10 +12,16 @@
 //! parameters (plain serde data that double as the scenario schema), state, and
 //! counters by cause kept apart.
 
+pub mod ared;
+pub mod codel;
 pub mod droptail;
+pub mod fq_codel;
+pub mod madpie;
 pub mod packet;
 pub mod pie;
 pub mod queue;
+pub mod red;
+pub mod red_tail;
 pub mod spec;
 pub mod time;
 pub mod units;

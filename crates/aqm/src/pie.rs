@@ -231,18 +231,23 @@ impl<P: QPacket> Pie<P> {
         if self.drop_early(size, ctx) { Some(Cause::Random) } else { None }
     }
 
+    /// Safeguard PIE to be work-conserving (RFC 8033 §4.1): no early drop while the
+    /// delay was under half the target and the probability is under 20 %, or while
+    /// the queue holds at most two mean-size packets. Public for MADPIE, whose
+    /// deterministic drop applies only where PIE's random policy does.
+    pub fn safeguard_applies(&self) -> bool {
+        let v = &self.vars;
+        let p = &self.params;
+        (v.qdelay_old < p.target.div_u64(2) && v.drop_prob < 0.2) || self.fifo.bytes() <= 2 * p.mean_pkt_size.0
+    }
+
     /// RFC 8033 §4.1 drop_early().
     fn drop_early(&mut self, size: u32, ctx: &mut Ctx<'_>) -> bool {
-        let v = &mut self.vars;
-        let p = &self.params;
-        // Safeguard PIE to be work-conserving (RFC 8033 §4.1): no early drop while the
-        // delay was under half the target and the probability is under 20 %, or while
-        // the queue holds at most two mean-size packets.
-        if (v.qdelay_old < p.target.div_u64(2) && v.drop_prob < 0.2)
-            || self.fifo.bytes() <= 2 * p.mean_pkt_size.0
-        {
+        if self.safeguard_applies() {
             return false;
         }
+        let v = &mut self.vars;
+        let p = &self.params;
         let mut prob = v.drop_prob;
         if p.bytemode {
             prob = (prob * size as f64 / p.mean_pkt_size.0 as f64).min(1.0);

@@ -7,8 +7,14 @@
 use serde::de::Deserializer;
 use serde::{Deserialize, Serialize};
 
+use crate::ared::{Ared, AredParams, SlidingParams};
+use crate::codel::{Codel, CodelParams};
 use crate::droptail::{DropTail, DropTailParams};
+use crate::fq_codel::{FqCodel, FqCodelParams};
+use crate::madpie::{MadPie, MadPieParams};
 use crate::pie::{Pie, PieParams};
+use crate::red::{Red, RedParams};
+use crate::red_tail::{RedTail, RedTailParams};
 use crate::queue::{Backlog, Limit};
 use crate::time::Time;
 use crate::{Admit, Aqm, Ctx, Departure, Dropped, Probe, QPacket, Stats};
@@ -19,6 +25,14 @@ use crate::{Admit, Aqm, Ctx, Departure, Dropped, Probe, QPacket, Stats};
 pub enum AqmSpec {
     Droptail(DropTailParams),
     Pie(PieParams),
+    Madpie(MadPieParams),
+    Red(RedParams),
+    Ared(AredParams),
+    /// Adaptive RED with `sliding` on by default.
+    AredSliding(AredParams),
+    Codel(CodelParams),
+    FqCodel(FqCodelParams),
+    RedTail(RedTailParams),
 }
 
 impl Default for AqmSpec {
@@ -49,12 +63,61 @@ impl AqmSpec {
             source: "Pan et al., RFC 8033 (2017)",
             params: PieParams::DOC,
         },
+        KindInfo {
+            kind: "madpie",
+            title: "PIE plus at most one deterministic drop per update while the delay estimate exceeds tau_DD",
+            source: "Kuhn & Ros, \"Improving PIE's performance over high-delay paths\", §II",
+            params: MadPieParams::DOC,
+        },
+        KindInfo {
+            kind: "red",
+            title: "Random Early Detection",
+            source: "Floyd & Jacobson, IEEE/ACM Trans. Networking 1(4), 1993",
+            params: RedParams::DOC,
+        },
+        KindInfo {
+            kind: "ared",
+            title: "Adaptive RED: max_p adapted toward a target queue, automatic parameters",
+            source: "Floyd, Gummadi & Shenker, \"Adaptive RED\", ICIR technical report, 2001",
+            params: AredParams::DOC,
+        },
+        KindInfo {
+            kind: "ared_sliding",
+            title: "Adaptive RED with sliding thresholds holding the drop probability in (P_L, P_U)",
+            source: "Jou, Tan & Baras, \"A Parallel Virtual Queue Structure for AQM\", CSHCN TR 2003-18, §V",
+            params: AredParams::DOC,
+        },
+        KindInfo {
+            kind: "codel",
+            title: "Controlled Delay: drop at dequeue on the interval/sqrt(count) schedule",
+            source: "Nichols, Jacobson, McGregor & Iyengar, RFC 8289 (2018)",
+            params: CodelParams::DOC,
+        },
+        KindInfo {
+            kind: "fq_codel",
+            title: "Flow Queue CoDel: DRR over hashed flow queues, CoDel in each",
+            source: "Hoeiland-Joergensen, McKenney, Taht, Gettys & Dumazet, RFC 8290 (2018)",
+            params: FqCodelParams::DOC,
+        },
+        KindInfo {
+            kind: "red_tail",
+            title: "RED+Tail: drop-tail and Adaptive RED virtual queues sharing one buffer",
+            source: "Jou, Tan & Baras, \"A Parallel Virtual Queue Structure for AQM\", CSHCN TR 2003-18, §III",
+            params: RedTailParams::DOC,
+        },
     ];
 
     pub fn kind(&self) -> &'static str {
         match self {
             AqmSpec::Droptail(_) => "droptail",
             AqmSpec::Pie(_) => "pie",
+            AqmSpec::Madpie(_) => "madpie",
+            AqmSpec::Red(_) => "red",
+            AqmSpec::Ared(_) => "ared",
+            AqmSpec::AredSliding(_) => "ared_sliding",
+            AqmSpec::Codel(_) => "codel",
+            AqmSpec::FqCodel(_) => "fq_codel",
+            AqmSpec::RedTail(_) => "red_tail",
         }
     }
 
@@ -63,6 +126,13 @@ impl AqmSpec {
         Some(match kind {
             "droptail" => AqmSpec::Droptail(DropTailParams::default()),
             "pie" => AqmSpec::Pie(PieParams::default()),
+            "madpie" => AqmSpec::Madpie(MadPieParams::default()),
+            "red" => AqmSpec::Red(RedParams::default()),
+            "ared" => AqmSpec::Ared(AredParams::default()),
+            "ared_sliding" => AqmSpec::AredSliding(AredParams { sliding: Some(SlidingParams::default()), ..AredParams::default() }),
+            "codel" => AqmSpec::Codel(CodelParams::default()),
+            "fq_codel" => AqmSpec::FqCodel(FqCodelParams::default()),
+            "red_tail" => AqmSpec::RedTail(RedTailParams::default()),
             _ => return None,
         })
     }
@@ -75,6 +145,17 @@ impl AqmSpec {
         let spec = match kind {
             "droptail" => AqmSpec::Droptail(DropTailParams::deserialize(params)?),
             "pie" => AqmSpec::Pie(PieParams::deserialize(params)?),
+            "madpie" => AqmSpec::Madpie(MadPieParams::deserialize(params)?),
+            "red" => AqmSpec::Red(RedParams::deserialize(params)?),
+            "ared" => AqmSpec::Ared(AredParams::deserialize(params)?),
+            "ared_sliding" => {
+                let mut p = AredParams::deserialize(params)?;
+                p.sliding.get_or_insert_with(SlidingParams::default);
+                AqmSpec::AredSliding(p)
+            }
+            "codel" => AqmSpec::Codel(CodelParams::deserialize(params)?),
+            "fq_codel" => AqmSpec::FqCodel(FqCodelParams::deserialize(params)?),
+            "red_tail" => AqmSpec::RedTail(RedTailParams::deserialize(params)?),
             other => {
                 let kinds: Vec<&str> = Self::KINDS.iter().map(|k| k.kind).collect();
                 return Err(D::Error::custom(format!("unknown AQM kind \"{other}\", expected one of: {}", kinds.join(", "))));
@@ -89,6 +170,12 @@ impl AqmSpec {
         match self {
             AqmSpec::Droptail(_) => Ok(()),
             AqmSpec::Pie(p) => p.validate(),
+            AqmSpec::Madpie(p) => p.validate(),
+            AqmSpec::Red(p) => p.validate(),
+            AqmSpec::Ared(p) | AqmSpec::AredSliding(p) => p.validate(),
+            AqmSpec::Codel(p) => p.validate(),
+            AqmSpec::FqCodel(p) => p.validate(),
+            AqmSpec::RedTail(p) => p.validate(),
         }
     }
 
@@ -96,6 +183,13 @@ impl AqmSpec {
         match self {
             AqmSpec::Droptail(p) => AnyAqm::Droptail(DropTail::new(p, limit)),
             AqmSpec::Pie(p) => AnyAqm::Pie(Pie::new(p, limit)),
+            AqmSpec::Madpie(p) => AnyAqm::Madpie(MadPie::new(p, limit)),
+            AqmSpec::Red(p) => AnyAqm::Red(Red::new(p, limit)),
+            AqmSpec::Ared(p) => AnyAqm::Ared(Ared::new(p, limit)),
+            AqmSpec::AredSliding(p) => AnyAqm::AredSliding(Ared::new(p, limit)),
+            AqmSpec::Codel(p) => AnyAqm::Codel(Codel::new(p, limit)),
+            AqmSpec::FqCodel(p) => AnyAqm::FqCodel(Box::new(FqCodel::new(p, limit))),
+            AqmSpec::RedTail(p) => AnyAqm::RedTail(RedTail::new(p, limit)),
         }
     }
 }
@@ -105,6 +199,13 @@ impl AqmSpec {
 pub enum AnyAqm<P> {
     Droptail(DropTail<P>),
     Pie(Pie<P>),
+    Madpie(MadPie<P>),
+    Red(Red<P>),
+    Ared(Ared<P>),
+    AredSliding(Ared<P>),
+    Codel(Codel<P>),
+    FqCodel(Box<FqCodel<P>>),
+    RedTail(RedTail<P>),
 }
 
 macro_rules! dispatch {
@@ -112,6 +213,13 @@ macro_rules! dispatch {
         match $self {
             AnyAqm::Droptail($a) => $body,
             AnyAqm::Pie($a) => $body,
+            AnyAqm::Madpie($a) => $body,
+            AnyAqm::Red($a) => $body,
+            AnyAqm::Ared($a) => $body,
+            AnyAqm::AredSliding($a) => $body,
+            AnyAqm::Codel($a) => $body,
+            AnyAqm::FqCodel($a) => $body,
+            AnyAqm::RedTail($a) => $body,
         }
     };
 }
@@ -122,6 +230,13 @@ impl<P> AnyAqm<P> {
         match self {
             AnyAqm::Droptail(_) => "droptail",
             AnyAqm::Pie(_) => "pie",
+            AnyAqm::Madpie(_) => "madpie",
+            AnyAqm::Red(_) => "red",
+            AnyAqm::Ared(_) => "ared",
+            AnyAqm::AredSliding(_) => "ared_sliding",
+            AnyAqm::Codel(_) => "codel",
+            AnyAqm::FqCodel(_) => "fq_codel",
+            AnyAqm::RedTail(_) => "red_tail",
         }
     }
 }
@@ -248,6 +363,48 @@ mod tests {
             doc.sort();
             assert_eq!(fields, doc, "kind {}", k.kind);
         }
+    }
+
+    #[test]
+    fn every_kind_builds_and_round_trips_through_its_schema() {
+        use crate::Limit;
+        let mut seen = std::collections::BTreeSet::new();
+        for k in AqmSpec::KINDS {
+            assert!(seen.insert(k.kind), "{} listed twice", k.kind);
+            let spec = AqmSpec::default_for(k.kind).unwrap();
+            let q: AnyAqm<crate::testing::TestPkt> = spec.build(Limit::packets(100));
+            assert_eq!(q.kind(), k.kind);
+            let mut v = serde_json::to_value(&spec).unwrap();
+            v.as_object_mut().unwrap().remove("kind");
+            let again = AqmSpec::from_kind(k.kind, v).unwrap_or_else(|e| panic!("{}: {e}", k.kind));
+            assert_eq!(again, spec, "{}", k.kind);
+        }
+    }
+
+    #[test]
+    fn ared_sliding_turns_sliding_on() {
+        let spec = AqmSpec::from_kind("ared_sliding", serde_json::json!({"max_p": 0.2})).unwrap();
+        match spec {
+            AqmSpec::AredSliding(p) => assert_eq!(p.sliding, Some(SlidingParams::default())),
+            other => panic!("{other:?}"),
+        }
+        let spec = AqmSpec::from_kind("ared_sliding", serde_json::json!({"sliding": {"gamma": 0.1}})).unwrap();
+        match spec {
+            AqmSpec::AredSliding(p) => assert_eq!(p.sliding.unwrap().gamma, 0.1),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn nested_parameters_are_checked_too() {
+        let e = AqmSpec::from_kind("madpie", serde_json::json!({"pie": {"tarrget": "5ms"}})).unwrap_err().to_string();
+        assert!(e.contains("tarrget"), "{e}");
+        let e = AqmSpec::from_kind("madpie", serde_json::json!({"pie": {"alpha": -1.0}})).unwrap_err().to_string();
+        assert!(e.starts_with("pie.alpha:"), "{e}");
+        let e = AqmSpec::from_kind("red_tail", serde_json::json!({"ared": {"min_th": "30KB", "max_th": "20KB"}})).unwrap_err().to_string();
+        assert!(e.starts_with("ared.max_th:"), "{e}");
+        let e = AqmSpec::from_kind("red", serde_json::json!({"min_th": "1bdp"})).unwrap_err().to_string();
+        assert!(e.starts_with("min_th:"), "{e}");
     }
 
     #[test]

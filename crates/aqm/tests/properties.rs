@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use aqm::{Admit, Aqm, AqmSpec, Ctx, Duration, Ecn, Limit, QPacket, Qdisc, Rate, Time};
+use aqm::{Admit, AqmSpec, Ctx, Duration, Ecn, Limit, QPacket, QueueLimit, Qdisc, Rate, Time, Transport};
 use proptest::prelude::*;
 use rand_xoshiro::rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -28,6 +28,10 @@ impl QPacket for P {
     }
     fn flow_key(&self) -> u64 {
         self.flow
+    }
+    fn transport(&self) -> Transport {
+        // flow 7 is a UDP flow (RED+Tail sends it to its drop-tail queue)
+        if self.flow == 7 { Transport::Udp } else { Transport::Tcp }
     }
     fn ecn(&self) -> Ecn {
         self.ecn
@@ -54,20 +58,100 @@ fn op() -> impl Strategy<Value = Op> {
 
 fn specs() -> Vec<AqmSpec> {
     let mut v: Vec<AqmSpec> = AqmSpec::KINDS.iter().map(|k| AqmSpec::default_for(k.kind).unwrap()).collect();
-    // PIE variants: ECN, derandomization, each estimator, aggressive gains
+    v.extend(aggressive_specs());
+    v
+}
+
+/// Variants that act often in short random sequences: small thresholds and targets,
+/// fast updates, ECN on, the leave-CE-out option, few flow queues.
+fn aggressive_specs() -> Vec<AqmSpec> {
+    use aqm::ared::{AredParams, SlidingParams};
+    use aqm::codel::CodelParams;
+    use aqm::fq_codel::FqCodelParams;
+    use aqm::madpie::MadPieParams;
     use aqm::pie::{DelayEstimator, PieParams};
+    use aqm::red::RedParams;
+    use aqm::red_tail::RedTailParams;
+    use aqm::Bytes;
+    let mut v = Vec::new();
+    // PIE variants: ECN, derandomization, each estimator, aggressive gains
+    let hot_pie = |est| PieParams {
+        estimator: est,
+        ecn: true,
+        derandomize: true,
+        target: Duration::from_millis(2),
+        tupdate: Duration::from_millis(5),
+        max_burst: Duration::ZERO,
+        alpha: 5.0,
+        beta: 50.0,
+        ..PieParams::default()
+    };
     for est in [DelayEstimator::DepartureRate, DelayEstimator::Timestamp, DelayEstimator::Interval] {
-        v.push(AqmSpec::Pie(PieParams {
-            estimator: est,
-            ecn: true,
-            derandomize: true,
-            target: Duration::from_millis(2),
-            tupdate: Duration::from_millis(5),
-            max_burst: Duration::ZERO,
-            alpha: 5.0,
-            beta: 50.0,
-            ..PieParams::default()
+        v.push(AqmSpec::Pie(hot_pie(est)));
+    }
+    v.push(AqmSpec::Pie(PieParams { ignore_ce_in_measure: true, ..hot_pie(DelayEstimator::Timestamp) }));
+    for respects in [true, false] {
+        v.push(AqmSpec::Madpie(MadPieParams {
+            pie: PieParams { derandomize: false, ignore_ce_in_measure: true, ..hot_pie(DelayEstimator::Timestamp) },
+            tau_dd: Duration::from_millis(1),
+            dd_respects_safeguards: respects,
         }));
+    }
+    v.push(AqmSpec::Madpie(MadPieParams { pie: PieParams { ecn: false, ..hot_pie(DelayEstimator::DepartureRate) }, tau_dd: Duration::from_millis(1), dd_respects_safeguards: true }));
+    let hot_red = RedParams { min_th: QueueLimit::Packets(1), max_th: QueueLimit::Packets(3), max_p: 0.5, w_q: 0.5, ..RedParams::default() };
+    v.push(AqmSpec::Red(hot_red.clone()));
+    v.push(AqmSpec::Red(RedParams { ecn: true, gentle: true, byte_mode: true, ignore_ce_in_measure: true, ..hot_red.clone() }));
+    v.push(AqmSpec::Red(RedParams { ecn: true, ecn_harddrop: true, min_th: QueueLimit::Bytes(1500), max_th: QueueLimit::Bytes(4500), ..hot_red }));
+    let hot_ared = AredParams {
+        min_th: Some(QueueLimit::Packets(1)),
+        max_th: Some(QueueLimit::Packets(4)),
+        w_q: Some(0.5),
+        interval: Duration::from_millis(5),
+        ..AredParams::default()
+    };
+    v.push(AqmSpec::Ared(hot_ared.clone()));
+    v.push(AqmSpec::Ared(AredParams { ecn: true, ignore_ce_in_measure: true, min_th: None, max_th: None, target_delay: Duration::from_millis(1), ..hot_ared.clone() }));
+    let hot_sliding = SlidingParams { gamma: 0.5, p_low: 0.2, p_high: 0.3, p_weight: Some(0.5) };
+    v.push(AqmSpec::AredSliding(AredParams { sliding: Some(hot_sliding.clone()), ..hot_ared.clone() }));
+    v.push(AqmSpec::AredSliding(AredParams {
+        sliding: Some(hot_sliding.clone()),
+        min_th: Some(QueueLimit::Bytes(1500)),
+        max_th: Some(QueueLimit::Bytes(6000)),
+        ecn: true,
+        ..hot_ared.clone()
+    }));
+    let hot_codel = CodelParams { target: Duration::from_micros(500), interval: Duration::from_millis(5), ..CodelParams::default() };
+    v.push(AqmSpec::Codel(hot_codel.clone()));
+    v.push(AqmSpec::Codel(CodelParams { ecn: true, ignore_ce_in_measure: true, ..hot_codel }));
+    let hot_fq = FqCodelParams {
+        target: Duration::from_micros(500),
+        interval: Duration::from_millis(5),
+        flows: 4,
+        quantum: Bytes(300),
+        drop_batch_size: 2,
+        memory_limit: Bytes(20_000),
+        ecn: false,
+        ..FqCodelParams::default()
+    };
+    v.push(AqmSpec::FqCodel(hot_fq.clone()));
+    v.push(AqmSpec::FqCodel(FqCodelParams { ecn: true, ignore_ce_in_measure: true, flows: 1024, hash_perturbation: 99, ..hot_fq }));
+    v.push(AqmSpec::RedTail(RedTailParams {
+        minth1: Bytes(1500),
+        maxth1: Bytes(4500),
+        classifier_packets: 2,
+        classifier_timeout: Duration::from_millis(5),
+        ared: hot_ared.clone(),
+        ..RedTailParams::default()
+    }));
+    v.push(AqmSpec::RedTail(RedTailParams {
+        classifier_packets: 1,
+        c1_min_share: Some(0.5),
+        c1_max_share: 0.5,
+        ared: AredParams { ecn: true, ignore_ce_in_measure: true, sliding: Some(hot_sliding), ..hot_ared },
+        ..RedTailParams::default()
+    }));
+    for s in &v {
+        s.validate().unwrap_or_else(|e| panic!("{s:?}: {e}"));
     }
     v
 }
@@ -145,7 +229,7 @@ fn play(spec: &AqmSpec, limit: Limit, ops: &[Op], seed: u64) -> Result<Vec<(u64,
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
     #[test]
     fn every_aqm_conserves_packets_and_respects_its_limit(ops in proptest::collection::vec(op(), 1..400), seed in any::<u64>(), pkts in 1u64..50, bytes in 1500u64..60_000) {
@@ -166,10 +250,11 @@ proptest! {
 }
 
 #[test]
-fn the_aggressive_pie_variants_do_drop_at_random_in_such_sequences() {
+fn the_aggressive_variants_do_act_in_such_sequences() {
     // Guard against a vacuous property test: an overloaded queue (arrivals twice as
-    // fast as departures) makes each PIE variant drop at random (ECT packets are
-    // marked below 10 % and dropped above it).
+    // fast as departures) makes each aggressive variant drop by its own decision
+    // (random or deterministic), not only by overflow. ECT packets may be marked
+    // instead; the non-ECT half is dropped.
     let mut ops = Vec::new();
     for i in 0..2000u32 {
         ops.push(Op::Arrive { gap_us: 300, size: 1500, flow: (i % 4) as u8, ect: i % 2 == 0 });
@@ -177,9 +262,9 @@ fn the_aggressive_pie_variants_do_drop_at_random_in_such_sequences() {
             ops.push(Op::Depart { gap_us: 300 });
         }
     }
-    for spec in specs().into_iter().filter(|s| s.kind() == "pie").skip(1) {
+    for spec in aggressive_specs() {
         let fate = play(&spec, Limit::packets(1000), &ops, 7).unwrap();
-        let random = fate.iter().filter(|f| f.1 == "random").count();
-        assert!(random > 10, "{spec:?}: {random} random drops");
+        let own = fate.iter().filter(|f| f.1 == "random" || f.1 == "deterministic").count();
+        assert!(own > 10, "{spec:?}: {own} drops by the AQM's own decision");
     }
 }

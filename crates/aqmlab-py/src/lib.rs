@@ -48,7 +48,7 @@ fn to_python<'py>(py: Python<'py>, o: RunOutput) -> PyResult<Bound<'py, PyDict>>
     let meta = serde_json::json!({
         "scenario": scenario,
         "seed": o.seed,
-        "sim_seconds": o.sim_ns as f64 * 1e-9,
+        "sim_seconds": o.sim_ns as f64 / 1e9,
         "wall_seconds": o.wall_seconds,
         "events": o.events,
         "links": o.links,
