@@ -2,7 +2,7 @@
 """The measurements behind docs/traffic.md and docs/receivers.md, against the seed
 papers' descriptions:
 
-  python scripts/traffic_checks.py madpie-mix  [--seeds 20]   # Kuhn & Ros §IV, RTT 500 ms: DropTail vs PIE
+  python scripts/traffic_checks.py madpie-mix  [--seeds 20]   # Kuhn & Ros §IV, RTT 500 ms: DropTail, PIE, MADPIE
   python scripts/traffic_checks.py capacity    [--aqm pie]    # Pan et al.: 100 flows, 50 -> 10 Mbps at 50 s
   python scripts/traffic_checks.py palermo                    # Popovsky §2: FIFO+DRS, CoDel+DRS, FIFO+Palermo
   python scripts/traffic_checks.py late                       # Popovsky §3 Fig. 5: late arrivals of 3 kB .. 18 MB
@@ -24,12 +24,21 @@ def pct(x, ps):
     return [float(np.percentile(x, p)) if len(x) else float("nan") for p in ps]
 
 
+# The AQMs of Kuhn & Ros §IV with the paper's parameters (PIE: 20 ms, 30 ms, 100 ms
+# burst allowance; MADPIE: the same PIE and tau_DD = 30 ms).
+MADPIE_MIX_AQMS = {
+    "droptail": ["bottleneck.aqm.kind=droptail"],
+    "pie": [],
+    "madpie": ["bottleneck.aqm={ kind = \"madpie\", tau_dd = \"30ms\", pie = { target = \"20ms\", tupdate = \"30ms\", max_burst = \"100ms\" } }"],
+}
+
+
 def madpie_mix(seeds: int, aqms: list[str]) -> None:
     print(f"Kuhn & Ros §IV traffic mix, RTT 500 ms, 100 s, seeds 1..{seeds} (pooled)")
     for aqm in aqms:
         owd, dl, bulk, util, qd = [], {}, [], [], []
         for seed in range(1, seeds + 1):
-            r = aqmlab.run("madpie-mix", seed=seed, overrides={"bottleneck.aqm.kind": aqm})
+            r = aqmlab.run("madpie-mix", seed=seed, overrides=MADPIE_MIX_AQMS[aqm])
             d = r.raw["datagrams"]
             owd.append(d["delay_ns"] / 1e6)
             t = r.raw["transfers"]
@@ -133,7 +142,7 @@ def main() -> None:
     ap.add_argument("--aqm", default="pie")
     a = ap.parse_args()
     if a.what == "madpie-mix":
-        madpie_mix(a.seeds, ["droptail", "pie"])
+        madpie_mix(a.seeds, list(MADPIE_MIX_AQMS))
     elif a.what == "capacity":
         capacity(a.aqm, a.seed)
     elif a.what == "late":
