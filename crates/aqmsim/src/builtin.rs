@@ -47,6 +47,17 @@ mod tests {
     }
 
     #[test]
+    fn every_builtin_scenario_round_trips_through_its_resolved_json() {
+        // scenario.json must repeat the run: every default and every traffic, path and
+        // receiver setting survives the round trip
+        for (name, text) in SCENARIOS {
+            let s = crate::Scenario::from_toml(text, &[]).unwrap();
+            let again = crate::Scenario::from_json(&s.to_json(), &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(s, again, "{name}");
+        }
+    }
+
+    #[test]
     fn every_scenario_file_parses_and_is_named_after_its_file() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
         let mut n = 0;
