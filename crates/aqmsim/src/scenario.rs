@@ -78,14 +78,9 @@ impl Default for StartSpec {
 
 impl Serialize for StartSpec {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        match self {
-            StartSpec::At(d) => d.serialize(s),
-            StartSpec::Uniform(a, b) => {
-                let mut m = s.serialize_map(Some(1))?;
-                m.serialize_entry("uniform", &[a, b])?;
-                m.end()
-            }
+        match *self {
+            StartSpec::At(d) => TimeDist::Fixed(d).serialize(s),
+            StartSpec::Uniform(a, b) => TimeDist::Uniform(a, b).serialize(s),
         }
     }
 }
