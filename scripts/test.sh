@@ -15,4 +15,4 @@ python -m pip install --quiet ".[test]"
 
 echo "== Python: pytest"
 # run from outside the source tree so that the installed package is what is tested
-(cd tests && python -m pytest -q "$@")
+(cd tests && python -m pytest "$@")

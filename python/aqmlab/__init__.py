@@ -27,6 +27,10 @@ __all__ = [
     "resolve",
     "scenarios",
     "aqms",
+    "sweep",
+    "query",
+    "compare",
+    "reproduce",
     "RunResult",
     "ScenarioError",
     "SimulationError",
@@ -79,3 +83,34 @@ def scenarios() -> list[str]:
 def aqms() -> list[dict[str, Any]]:
     """Every AQM with its parameters, defaults and sources."""
     return json.loads(_core.aqm_catalog())
+
+
+def sweep(spec=None, **kwargs):
+    """Run a grid of scenarios in parallel into one folder with an index; see
+    `aqmlab.sweeps.sweep` and docs/sweeps.md."""
+    from .sweeps import sweep as _sweep
+
+    return _sweep(spec, **kwargs)
+
+
+def query(dirs, sql: str):
+    """DuckDB SQL over sweep folders (views `runs`, `flows`, `timeseries`, `packets`);
+    returns a pandas DataFrame."""
+    from .sweeps import query as _query
+
+    return _query(dirs, sql)
+
+
+def compare(dirs, out, **kwargs):
+    """Put run or sweep folders side by side (report.html, figures, series.csv); see
+    `aqmlab.comparison.compare`."""
+    from .comparison import compare as _compare
+
+    return _compare(list(dirs) if not isinstance(dirs, (str, bytes)) and hasattr(dirs, "__iter__") else [dirs], out, **kwargs)
+
+
+def reproduce(name: str, **kwargs):
+    """Run a reproduction of an experiment of the source papers; see docs/reproductions.md."""
+    from .reproductions import reproduce as _reproduce
+
+    return _reproduce(name, **kwargs)

@@ -26,3 +26,16 @@ def run(
 def builtin_scenarios() -> list[tuple[str, str]]: ...
 def aqm_catalog() -> str: ...
 def traffic_catalog() -> str: ...
+def emulate_bottleneck(
+    text: str,
+    format: str,
+    overrides: list[str],
+    seed: Optional[int],
+    tun_senders: int,
+    tun_receivers: int,
+    control: int,
+    base_port: int,
+    flows: int,
+    spin_ns: Optional[int] = None,
+    trace_ms: Optional[list[int]] = None,
+) -> dict[str, object]: ...

@@ -165,10 +165,161 @@ def cmd_show(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_emulate(a: argparse.Namespace) -> int:
+    from . import emulate as emu
+
+    if a.cleanup:
+        try:
+            emu.netns.preflight()
+        except emu.EmulationError as e:
+            return _err(str(e), 1)
+        found = emu.cleanup_all()
+        n = sum(len(v) for v in found.values())
+        print(f"removed {len(found['namespaces'])} namespaces, {len(found['devices'])} devices, {len(found['processes'])} processes" if n else "nothing to clean up")
+        return 0
+    return emu.cli_run(a, headline_table, _err, _console, _progress_runner)
+
+
 def cmd_bench(a: argparse.Namespace) -> int:
     from . import bench
 
     return bench.main(a)
+
+
+def _grid_from_args(a: argparse.Namespace):
+    from . import grid as g
+    from .sweeps import build_grid
+
+    spec = a.spec
+    if spec is None and a.scenario is None:
+        raise g.SweepSpecError("sweep: give a sweep file, or a base scenario with --vary (see aqmlab sweep --help)")
+    vary = {}
+    for text in a.vary:
+        k, raw = g.parse_assignment(text, "--vary")
+        vary[k] = [g.parse_literal(v) for v in g.split_values(raw)]
+    zips = []
+    for text in a.zip:
+        zk = {}
+        for part in text.split(";"):
+            k, raw = g.parse_assignment(part, "--zip")
+            zk[k] = [g.parse_literal(v) for v in g.split_values(raw)]
+        zips.append(zk)
+    fixed = {}
+    for text in a.set:
+        k, raw = g.parse_assignment(text, "--set")
+        fixed[k] = g.parse_literal(raw)
+    seeds = g.parse_seeds(a.seeds) if a.seeds else None
+    return build_grid(spec, scenario=a.scenario, vary=vary, zip=zips, set=fixed, seeds=seeds)
+
+
+def _install_sigterm() -> None:
+    import signal
+
+    def handler(signum, frame):  # a killed sweep stops like Ctrl-C: workers ended, index written
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def cmd_sweep(a: argparse.Namespace) -> int:
+    from . import sweeps as sw
+
+    try:
+        grid = _grid_from_args(a)
+        plan = grid.plan()
+        sw.check_sweep_dir(Path(a.out))
+    except _core.ScenarioError as e:
+        return _err(str(e))
+    except FileExistsError as e:
+        return _err(str(e))
+    con = _console(a.quiet)
+    dims = " × ".join(f"{d.name} ({len(d.levels)})" for d in grid.dimensions) or "no varied field"
+    con.print(f"sweep {grid.name}: {len(plan)} runs = {dims} × {len(grid.seeds or [None])} seed(s); base {plan.origin}")
+    if a.dry_run:
+        for r in plan.runs:
+            con.print(f"  {r.name}")
+        return 0
+    _install_sigterm()
+    try:
+        res = sw.run_plan(
+            plan, a.out, jobs=a.jobs, cluster=a.cluster, reports=a.reports, compare=not a.no_compare,
+            label=grid.name, on_failure=lambda run, err: print(f"aqmlab: run {run} failed: {err}", file=sys.stderr),
+        )
+    except KeyboardInterrupt:
+        print(f"aqmlab: interrupted; finished runs are kept in {a.out}/runs and the sweep resumes where it stopped when started again", file=sys.stderr)
+        return 130
+    except RuntimeError as e:
+        return _err(str(e))
+    con.print(
+        f"{len(plan)} runs: {res.ran} ran, {res.skipped} already done, {res.failed} failed, in {res.seconds:.1f} s; "
+        f"index {a.out}/index.parquet" + (f", report {a.out}/report.html" if res.report else "")
+    )
+    return 1 if res.failed else 0
+
+
+def cmd_query(a: argparse.Namespace) -> int:
+    from . import sweeps as sw
+
+    try:
+        con = sw.connect(*a.dirs)
+    except FileNotFoundError as e:
+        return _err(str(e))
+    import duckdb
+
+    try:
+        df = con.sql(a.sql).df()
+    except duckdb.Error as e:
+        return _err(str(e).splitlines()[0])
+    if a.format == "csv":
+        df.to_csv(sys.stdout, index=False)
+    elif a.format == "json":
+        print(df.to_json(orient="records", indent=2))
+    else:
+        from rich.table import Table
+
+        t = Table()
+        for c in df.columns:
+            t.add_column(str(c), justify="right" if df[c].dtype.kind in "iuf" else "left")
+        for row in df.itertuples(index=False):
+            t.add_row(*("–" if v is None or (isinstance(v, float) and v != v) else (f"{v:.4g}" if isinstance(v, float) else str(v)) for v in row))
+        _console().print(t)
+    return 0
+
+
+def cmd_compare(a: argparse.Namespace) -> int:
+    from . import comparison as compare
+
+    dirs = [Path(d) for d in a.dirs]
+    out = Path(a.out) if a.out else (dirs[0] if len(dirs) == 1 and not (dirs[0] / "summary.json").exists() else Path("comparison"))
+    figs = None
+    if a.figures:
+        figs = [f.strip() for f in a.figures.split(",")]
+        bad = [f for f in figs if f not in compare.FIGURES]
+        if bad:
+            return _err(f"--figures: unknown figure \"{bad[0]}\" (expected some of: {', '.join(compare.FIGURES)})")
+    try:
+        res = compare.compare(dirs, out, figures=figs, title=a.title or "Comparison: " + ", ".join(str(d) for d in dirs))
+    except FileNotFoundError as e:
+        return _err(str(e))
+    con = _console()
+    con.print(compare.table_markdown(res.table))
+    con.print(f"wrote {res.report} with {len(res.figures)} figures ({', '.join(n for n, _, _ in res.figures)}) and {out}/series.csv")
+    return 0
+
+
+def cmd_reproduce(a: argparse.Namespace) -> int:
+    from . import reproductions as rp
+
+    if a.list or not a.name:
+        return rp.print_list(_console())
+    _install_sigterm()
+    try:
+        return rp.main(a.name, out=a.out, quick=a.quick, jobs=a.jobs, cluster=a.cluster, console=_console(), seeds=a.seeds)
+    except KeyboardInterrupt:
+        print("aqmlab: interrupted; finished runs are kept and the reproduction resumes where it stopped when started again", file=sys.stderr)
+        return 130
+    except (_core.ScenarioError, KeyError, FileExistsError, RuntimeError) as e:
+        return _err(str(e).strip("'\""))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -196,12 +347,64 @@ def build_parser() -> argparse.ArgumentParser:
     common(sh)
     sh.set_defaults(fn=cmd_show)
 
+    e = sub.add_parser("emulate", help="run a scenario on real Linux TCP through a userspace bottleneck (root; namespaces and TUN)")
+    common(e)
+    e.add_argument("--out", default=None, help="output folder (default: runs/NAME-seedN-emulated)")
+    e.add_argument("--no-report", action="store_true", help="skip report.html and the figures")
+    e.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
+    e.add_argument("--trace", default=None, metavar="FILE", help="a Mahimahi delivery trace (one time in ms per line) for the senders-to-receivers direction instead of bottleneck.rate")
+    e.add_argument("--cleanup", action="store_true", help="remove namespaces, devices and processes left by killed runs, then exit")
+    e.set_defaults(fn=cmd_emulate)
+
     b = sub.add_parser("bench", help="time whole runs of a scenario (release build)")
     common(b)
     b.add_argument("--repeat", type=int, default=3, help="runs to time (the best and median are reported)")
     b.add_argument("--no-packets", action="store_true", help="turn per-packet records off (record.packets = false)")
     b.add_argument("--vs", choices=["ns3"], default=None, help="also run the scenario's ns-3 twin (pip install 'aqmlab[ns3]') and print the speed ratio")
     b.set_defaults(fn=cmd_bench)
+
+    sw = sub.add_parser(
+        "sweep",
+        help="run every combination of varied fields and seeds, in parallel, with an index (docs/sweeps.md)",
+        description="Run a grid of scenarios. SPEC is a sweep file (TOML: scenario, seeds, [set], [vary], [[zip]], [levels.NAME]) "
+        "or a base scenario (built-in name or scenario file) to combine with --vary/--seeds.",
+    )
+    sw.add_argument("spec", nargs="?", default=None, help="a sweep file, or a base scenario")
+    sw.add_argument("--out", required=True, help="the sweep folder (resumed if it holds the same sweep)")
+    sw.add_argument("--scenario", default=None, help="the base scenario (replaces the spec's)")
+    sw.add_argument("--vary", action="append", default=[], metavar="KEY=V1,V2,...", help="vary a field over values, crossed with the others (repeatable)")
+    sw.add_argument("--zip", action="append", default=[], metavar="K1=A,B;K2=C,D", help="vary fields together, element by element (repeatable)")
+    sw.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="fix a field for every run (repeatable)")
+    sw.add_argument("--seeds", default=None, help="a count (1..N) or a list (1,2,7)")
+    sw.add_argument("--jobs", "-j", type=int, default=None, help="local worker processes (default: all cores; 1 runs in this process)")
+    sw.add_argument("--cluster", default=None, metavar="ADDRESS", help="a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (the folder must be shared)")
+    sw.add_argument("--reports", action="store_true", help="write report.html and figures for every run (slow)")
+    sw.add_argument("--no-compare", action="store_true", help="skip the sweep's comparison report")
+    sw.add_argument("--dry-run", action="store_true", help="validate and list the runs, run nothing")
+    sw.add_argument("--quiet", "-q", action="store_true")
+    sw.set_defaults(fn=cmd_sweep)
+
+    q = sub.add_parser("query", help="SQL (DuckDB) over sweep folders: views runs, flows, timeseries, packets")
+    q.add_argument("dirs", nargs="+", metavar="DIR", help="sweep folders, then the SQL as the last argument")
+    q.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    q.set_defaults(fn=cmd_query)
+
+    c = sub.add_parser("compare", help="put runs or sweeps side by side: a table and figures in report.html")
+    c.add_argument("dirs", nargs="+", metavar="DIR", help="run folders or sweep folders")
+    c.add_argument("--out", default=None, help="output folder (default: the sweep folder when one is given, else ./comparison)")
+    c.add_argument("--figures", default=None, help="a comma-separated subset of: queue_delay_cdf, utilization_cdf, queue_delay_time, drop_causes, goodput, cbr_goodput_delay, download_times, bulk_goodput_cdf, flow_traces")
+    c.add_argument("--title", default=None)
+    c.set_defaults(fn=cmd_compare)
+
+    rp = sub.add_parser("reproduce", help="re-run an experiment of the source papers: figures and the paper's claims beside ours")
+    rp.add_argument("name", nargs="?", default=None, help="the experiment (aqmlab reproduce --list)")
+    rp.add_argument("--list", action="store_true", help="list the reproductions and what each needs")
+    rp.add_argument("--quick", action="store_true", help="the short version (fewer seeds, shorter runs)")
+    rp.add_argument("--out", default=None, help="output folder (default: reproductions/NAME[-quick])")
+    rp.add_argument("--jobs", "-j", type=int, default=None)
+    rp.add_argument("--cluster", default=None, metavar="ADDRESS")
+    rp.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
+    rp.set_defaults(fn=cmd_reproduce)
 
     from .analysis.cli import add_parser as add_analyze
 
@@ -211,6 +414,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.cmd == "query":
+        if len(args.dirs) < 2:
+            return _err("query: give one or more sweep folders, then the SQL")
+        args.sql = args.dirs.pop()
     try:
         return args.fn(args)
     except BrokenPipeError:

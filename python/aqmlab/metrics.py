@@ -238,7 +238,8 @@ def summarize(result: Any) -> dict[str, Any]:
     end_ns = round(sim_s * 1e9)
     goodput_ns = _ns(sc["metrics"]["goodput_interval"])
     for gi, g in enumerate(meta["groups"]):
-        spec = sc["flows"][gi]
+        # (an emulated run can have groups beyond the scenario's: its CBR probes)
+        spec = sc["flows"][gi] if gi < len(sc["flows"]) else {}
         stop_ns = _ns(spec["stop"]) if spec.get("stop") else None
         sel = fl["group"] == gi
         ids = fl["flow"][sel]
@@ -290,7 +291,7 @@ def summarize(result: Any) -> dict[str, Any]:
             c["queue_delay_ms"] = qd
         if g["kind"] == "cbr":
             d = np.isin(dg["flow"], ids) & (dg["time_ns"] >= warmup_ns)
-            c["rate_kbps"] = g["rate_bps"] / 1e3
+            c["rate_kbps"] = g["rate_bps"] / 1e3 if g.get("rate_bps") else None
             c["datagrams"] = {"sent": int(sent), "received": int(np.isin(dg["flow"], ids).sum()), "dropped": int(dropped)}
             c["one_way_delay_ms"] = distribution(dg["delay_ns"][d] / 1e6, OWD_PERCENTILES)
             if not sc["record"]["datagrams"]:

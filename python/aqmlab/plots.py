@@ -304,7 +304,7 @@ def goodput_intervals(r: "RunResult", out: Path) -> list[str]:
     data, names = [], []
     for gi, g in enumerate(r.meta["groups"]):
         sel = fl["group"] == gi
-        stop = sc["flows"][gi].get("stop")
+        stop = sc["flows"][gi].get("stop") if gi < len(sc["flows"]) else None
         per, _ = metrics.goodput_windows(fs, fl["flow"][sel], fl["start_ns"][sel], interval_ns, window_ns, end_ns, warmup_ns, metrics._ns(stop) if stop else None)
         if len(per):
             data.append(per)

@@ -47,12 +47,50 @@ def _ms(ns: np.ndarray) -> pa.Array:
     return pa.array(ns / 1e6, mask=ns < 0)
 
 
+# Tables and columns that not every producer of raw records has (the emulator
+# records the bottleneck and the flows, not downloads, datagrams or ACK traces):
+# (table, column, dtype, fill value) for a missing column, empty tables otherwise.
+_OPTIONAL_TABLES: dict[str, dict[str, Any]] = {
+    "transfers": {
+        "flow": np.uint32, "group": np.uint16, "index": np.uint32, "conn": np.uint32, "size_bytes": np.uint64,
+        "request_ns": np.uint64, "end_ns": np.int64, "retransmits": np.int64, "timeouts": np.int64,
+    },
+    "datagrams": {"time_ns": np.uint64, "flow": np.uint32, "seq": np.uint64, "size": np.uint32, "delay_ns": np.uint64, "ce": bool},
+    "flow_trace": {
+        "time_ns": np.uint64, "flow": np.uint32, "conn": np.uint32, "acked_bytes": np.uint64, "snd_una": np.uint64,
+        "snd_nxt": np.uint64, "cwnd": float, "in_flight": np.uint64, "unacked": np.uint64, "rtt_ns": np.int64,
+        "srtt_ns": np.int64, "rwnd": np.int64,
+    },
+}
+_OPTIONAL_COLUMNS = [
+    ("flows", "transfers", np.uint32, 0),
+    ("flows", "receiver_reverts", np.uint32, 0),
+    ("flows", "receiver_returns", np.uint32, 0),
+    ("flow_series", "rwnd", np.int64, -1),
+    ("flow_series", "receiver_mode", np.uint8, 0),
+    ("link_series", "opportunities", np.uint64, 0),
+    ("link_series", "opportunities_used", np.uint64, 0),
+]
+
+
+def _with_defaults(raw: dict[str, Any]) -> dict[str, Any]:
+    for table, cols in _OPTIONAL_TABLES.items():
+        if table not in raw:
+            raw[table] = {c: np.array([], dtype=t) for c, t in cols.items()}
+    for table, col, dtype, fill in _OPTIONAL_COLUMNS:
+        t = raw[table]
+        if col not in t or len(t[col]) != len(next(iter(t.values()))):
+            n = len(t["flow"]) if "flow" in t else len(t["time_ns"])
+            t[col] = np.full(n, fill, dtype=dtype)
+    return raw
+
+
 class RunResult:
     """The outcome of one run. `summary` is the dict written to summary.json;
     `packets`, `flows`, `timeseries` are Arrow tables (`.to_pandas()` for pandas)."""
 
     def __init__(self, raw: dict[str, Any]):
-        self.raw = raw
+        self.raw = _with_defaults(raw)
         self.meta: dict[str, Any] = json.loads(raw["meta"])
 
     @property

@@ -43,25 +43,9 @@ macro_rules! columns {
     }};
 }
 
-fn to_python<'py>(py: Python<'py>, o: RunOutput) -> PyResult<Bound<'py, PyDict>> {
-    let scenario: serde_json::Value = serde_json::from_str(&o.scenario_json).expect("scenario JSON");
-    let meta = serde_json::json!({
-        "scenario": scenario,
-        "seed": o.seed,
-        "sim_seconds": o.sim_ns as f64 / 1e9,
-        "wall_seconds": o.wall_seconds,
-        "events": o.events,
-        "links": o.links,
-        "logged_links": o.logged_links,
-        "groups": o.groups,
-        "conservation": o.conservation,
-        "version": env!("CARGO_PKG_VERSION"),
-    });
-    let d = PyDict::new(py);
-    d.set_item("meta", meta.to_string())?;
-    let p = o.packets;
+/// The bottleneck's records, shared by simulated and emulated runs.
+fn set_link_columns(py: Python<'_>, d: &Bound<'_, PyDict>, p: aqmsim::record::PacketLog, l: aqmsim::record::LinkSeries) -> PyResult<()> {
     d.set_item("packets", columns!(py, p, [time_ns, link, flow, uid, kind, size, event, cause, sojourn_ns, backlog_bytes, aqm_delay_ns]))?;
-    let l = o.link_series;
     d.set_item(
         "link_series",
         columns!(
@@ -87,7 +71,26 @@ fn to_python<'py>(py: Python<'py>, o: RunOutput) -> PyResult<Bound<'py, PyDict>>
                 aqm_delay_ns
             ]
         ),
-    )?;
+    )
+}
+
+fn to_python<'py>(py: Python<'py>, o: RunOutput) -> PyResult<Bound<'py, PyDict>> {
+    let scenario: serde_json::Value = serde_json::from_str(&o.scenario_json).expect("scenario JSON");
+    let meta = serde_json::json!({
+        "scenario": scenario,
+        "seed": o.seed,
+        "sim_seconds": o.sim_ns as f64 / 1e9,
+        "wall_seconds": o.wall_seconds,
+        "events": o.events,
+        "links": o.links,
+        "logged_links": o.logged_links,
+        "groups": o.groups,
+        "conservation": o.conservation,
+        "version": env!("CARGO_PKG_VERSION"),
+    });
+    let d = PyDict::new(py);
+    d.set_item("meta", meta.to_string())?;
+    set_link_columns(py, &d, o.packets, o.link_series)?;
     let f = o.flow_series;
     d.set_item(
         "flow_series",
@@ -176,6 +179,60 @@ fn run<'py>(
     }
 }
 
+/// Run the userspace bottleneck of `aqmlab emulate` on two TUN devices until the
+/// control descriptor says `stop` or closes (see `aqmemu::Fds`). Flow `i`'s sender
+/// port is `base_port + i`. `trace_ms`: a Mahimahi delivery trace for the forward
+/// direction instead of the scenario's constant rate. Returns a dict: `meta` (JSON: links, logged links,
+/// counters) and column dicts `packets` and `link_series`. Runs without the GIL.
+#[pyfunction]
+#[pyo3(signature = (text, format, overrides, seed, tun_senders, tun_receivers, control, base_port, flows, spin_ns = None, trace_ms = None))]
+#[allow(clippy::too_many_arguments)]
+fn emulate_bottleneck<'py>(
+    py: Python<'py>,
+    text: &str,
+    format: &str,
+    overrides: Vec<String>,
+    seed: Option<u64>,
+    tun_senders: i32,
+    tun_receivers: i32,
+    control: i32,
+    base_port: u16,
+    flows: u32,
+    spin_ns: Option<u64>,
+    trace_ms: Option<Vec<u64>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let sc = parse(text, format, &overrides, seed, None)?;
+    let mut cfg = aqmemu::Config::from_scenario(&sc, aqmemu::FlowMap { base_port, flows }).map_err(ScenarioError::new_err)?;
+    if let Some(ns) = spin_ns {
+        cfg.spin = aqm::Duration::from_nanos(ns);
+    }
+    // a trace given here, or the scenario's own `bottleneck.trace`
+    if let Some(ms) = trace_ms.or_else(|| sc.bottleneck.trace.as_ref().map(|t| t.ms.to_vec())) {
+        cfg = cfg.with_trace(aqmemu::Trace::new(ms).map_err(ScenarioError::new_err)?);
+    }
+    let fds = aqmemu::Fds { senders: tun_senders, receivers: tun_receivers, control };
+    let o = py.detach(|| aqmemu::run(&cfg, fds)).map_err(PyRuntimeError::new_err)?;
+    let meta = serde_json::json!({
+        "links": o.links,
+        "logged_links": o.logged_links,
+        "recorded_seconds": o.recorded_ns as f64 / 1e9,
+        "arrived": o.arrived,
+        "delivered": o.delivered,
+        "dropped": o.dropped,
+        "in_flight": o.in_flight,
+        "ignored": o.ignored,
+        "write_errors": o.write_errors,
+        "cpu_seconds": o.cpu_ns as f64 / 1e9,
+        "realtime": o.realtime,
+        "lateness_us": {"p50": o.lateness.quantile_us(0.5), "p99": o.lateness.quantile_us(0.99), "p999": o.lateness.quantile_us(0.999), "max_bucket": o.lateness.quantile_us(1.0)},
+        "stalls": o.lateness.stalls,
+    });
+    let d = PyDict::new(py);
+    d.set_item("meta", meta.to_string())?;
+    set_link_columns(py, &d, o.packets, o.link_series)?;
+    Ok(d)
+}
+
 /// The built-in scenarios as (name, TOML text) pairs; the first is the default.
 #[pyfunction]
 fn builtin_scenarios() -> Vec<(String, String)> {
@@ -215,7 +272,7 @@ fn traffic_catalog() -> String {
 #[pymodule]
 mod _core {
     #[pymodule_export]
-    use super::{aqm_catalog, builtin_scenarios, resolve_scenario, run, traffic_catalog, ScenarioError, SimulationError};
+    use super::{aqm_catalog, builtin_scenarios, emulate_bottleneck, resolve_scenario, run, traffic_catalog, ScenarioError, SimulationError};
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {

@@ -1,0 +1,528 @@
+"""Reproductions of the experiments of the source papers, each declared as data.
+
+A reproduction is one module in this package that defines ``EXPERIMENT``, a
+`Reproduction`: the base scenario, the grid (named axes such as the AQM and the
+RTT, each level a set of overrides), the seeds, a quick variant, the figures to
+draw (kinds from `aqmlab.comparison.FIGURES` with their options), and the paper's
+claims, each with the measure of aqmlab's runs to put beside it and a check that
+gives the verdict. `aqmlab reproduce NAME` runs the grid as a sweep (resumable, on
+local cores or a Dask cluster), draws the figures, and writes ``claims.md`` and
+``claims.json`` beside the sweep's index.
+
+Levels may require features that are not built yet (``requires``): an AQM kind
+(``"aqm:madpie"``), one of its parameters (``"aqm:madpie.tau_dd"``), a traffic kind
+(``"traffic:cbr"``) or a built-in scenario (``"scenario:madpie-mix"``). A level
+whose requirement is missing is skipped with a note, and the claims that need it say
+so; a reproduction whose base needs something missing is listed as unavailable.
+
+Adding a reproduction (docs/reproductions.md): copy ``madpie_proof.py``, change the
+data, and add a test that runs its ``--quick`` variant.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import pkgutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from .. import _core
+from ..comparison import Options, Series
+
+# -- declarations ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A named dimension of the grid: level label -> overrides (dotted path -> value)."""
+
+    name: str
+    levels: Mapping[str, Mapping[str, Any]]
+    requires: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    note: Mapping[str, str] = field(default_factory=dict)  # why a level is there (e.g. "not in the paper")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure to draw: output name, kind (aqmlab.comparison.FIGURES), options."""
+
+    name: str
+    kind: str
+    title: str
+    facet: Optional[str] = None
+    where: Mapping[str, Any] = field(default_factory=dict)
+
+    def options(self) -> Options:
+        return Options(facet=self.facet, where=dict(self.where), title=self.title)
+
+
+# measures: what aqmlab's runs say --------------------------------------------------------
+
+
+class Measure:
+    def value(self, ctx: "Context") -> Optional[tuple[float, Optional[float], int]]:
+        """(value, standard deviation across seeds or None, number of runs), or None."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def wheres(self) -> list[Mapping[str, Any]]:
+        return [self.where] if hasattr(self, "where") else []
+
+    def __sub__(self, other: "Measure") -> "Measure":
+        return Diff(self, other)
+
+
+def _where(w: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in w.items())
+
+
+@dataclass
+class Stat(Measure):
+    """A figure of summary.json (dotted path), mean ± sd over the seeds of one series."""
+
+    metric: str
+    where: Mapping[str, Any]
+    scale: float = 1.0
+
+    def value(self, ctx):
+        s = ctx.series(self.where)
+        if s is None:
+            return None
+        vals = []
+        for r in s.runs:
+            v: Any = r.summary
+            for p in self.metric.split("."):
+                v = v.get(p) if isinstance(v, Mapping) else None
+            if v is not None:
+                vals.append(float(v) * self.scale)
+        if not vals:
+            return None
+        return float(np.mean(vals)), (float(np.std(vals, ddof=1)) if len(vals) > 1 else None), len(vals)
+
+    def describe(self):
+        return f"mean over seeds of {self.metric} ({_where(self.where)})"
+
+
+@dataclass
+class Pooled(Measure):
+    """A percentile of a distribution pooled over the seeds of one series:
+    `what` is "queue_delay" (per packet), "utilization" (per interval) or
+    "drop_delay:CAUSE" (queueing delay when drops of CAUSE happened)."""
+
+    what: str
+    q: float
+    where: Mapping[str, Any]
+
+    def value(self, ctx):
+        s = ctx.series(self.where)
+        if s is None:
+            return None
+        if self.what == "queue_delay":
+            x = s.queue_delays
+        elif self.what == "utilization":
+            x = s.utilization
+        elif self.what.startswith("drop_delay:"):
+            d = s.drops
+            x = None if d is None else d[self.what.split(":", 1)[1]]
+        else:
+            raise KeyError(f"Pooled: unknown distribution {self.what!r}")
+        if x is None or not len(x):
+            return None
+        return float(np.percentile(x, self.q)), None, len(s.runs)
+
+    def describe(self):
+        return f"{self.q:g}th percentile of {self.what}, seeds pooled ({_where(self.where)})"
+
+
+@dataclass
+class Diff(Measure):
+    a: Measure
+    b: Measure
+
+    def value(self, ctx):
+        va, vb = self.a.value(ctx), self.b.value(ctx)
+        if va is None or vb is None:
+            return None
+        return va[0] - vb[0], None, min(va[2], vb[2])
+
+    def describe(self):
+        return f"({self.a.describe()}) − ({self.b.describe()})"
+
+    def wheres(self):
+        return self.a.wheres() + self.b.wheres()
+
+
+# checks: the verdict ----------------------------------------------------------------
+
+
+@dataclass
+class Check:
+    """`approx`: within `tol` of `target` agrees, within 2 tol is close. `below`/`above`:
+    on the right side of `target` agrees, within `tol` of it on the wrong side is close."""
+
+    op: str
+    target: float
+    tol: float = 0.0
+
+    def verdict(self, v: float) -> str:
+        if self.op == "approx":
+            d = abs(v - self.target)
+            return "agrees" if d <= self.tol else "close" if d <= 2 * self.tol else "differs"
+        if self.op == "below":
+            return "agrees" if v < self.target else "close" if v < self.target + self.tol else "differs"
+        if self.op == "above":
+            return "agrees" if v > self.target else "close" if v > self.target - self.tol else "differs"
+        raise ValueError(self.op)
+
+    def describe(self) -> str:
+        sym = {"approx": "≈", "below": "<", "above": ">"}[self.op]
+        return f"{sym} {self.target:g}" + (f" (± {self.tol:g})" if self.op == "approx" and self.tol else "")
+
+
+def approx(target: float, tol: float) -> Check:
+    return Check("approx", target, tol)
+
+
+def below(target: float, tol: float = 0.0) -> Check:
+    return Check("below", target, tol)
+
+
+def above(target: float, tol: float = 0.0) -> Check:
+    return Check("above", target, tol)
+
+
+@dataclass
+class Claim:
+    """A claim of the paper, its number, and the measure of our runs that answers it."""
+
+    where: str  # section / figure of the paper
+    text: str  # the claim, quoted or paraphrased
+    paper: str  # the paper's number as it states it
+    measure: Measure
+    check: Check
+    unit: str = ""
+    note: str = ""  # what to know when reading the comparison
+    digits: int = 1
+
+
+@dataclass
+class Quick:
+    seeds: int = 2
+    set: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Reproduction:
+    name: str
+    title: str  # the paper, by authors and title, and the section
+    description: str
+    scenario: str  # a built-in scenario (or a path)
+    axes: Sequence[Axis]
+    seeds: int
+    figures: Sequence[Figure]
+    claims: Sequence[Claim]
+    set: Mapping[str, Any] = field(default_factory=dict)
+    quick: Quick = field(default_factory=Quick)
+    requires: Sequence[str] = ()
+    label: Optional[str] = None  # series label format, e.g. "{AQM}, RTT {RTT}"
+    seeds_note: str = ""
+    notes: Sequence[str] = ()
+
+
+# -- what is available ----------------------------------------------------------------
+
+
+def _catalog() -> dict[str, Any]:
+    aqms = {a["kind"]: {p["name"] for p in a["params"]} for a in json.loads(_core.aqm_catalog())}
+    traffic = set(json.loads(_core.traffic_catalog()).get("kinds", []))
+    scenarios = {n for n, _ in _core.builtin_scenarios()}
+    return {"aqm": aqms, "traffic": traffic, "scenario": scenarios}
+
+
+def missing(requirements: Sequence[str], cat: Optional[dict[str, Any]] = None) -> list[str]:
+    """The requirements not met by this build, as readable phrases."""
+    cat = cat or _catalog()
+    out = []
+    for req in requirements:
+        what, _, name = req.partition(":")
+        if what == "aqm":
+            kind, _, param = name.partition(".")
+            if kind not in cat["aqm"]:
+                out.append(f"the AQM kind \"{kind}\"")  # its parameters with it
+            elif param and param not in cat["aqm"][kind]:
+                out.append(f"the parameter \"{param}\" of the AQM \"{kind}\" (it has: {', '.join(sorted(cat['aqm'][kind]))})")
+        elif what == "traffic":
+            if name not in cat["traffic"]:
+                out.append(f"the traffic kind \"{name}\"")
+        elif what == "scenario":
+            if name not in cat["scenario"]:
+                out.append(f"the built-in scenario \"{name}\"")
+        else:
+            raise ValueError(f"unknown requirement {req!r}")
+    return list(dict.fromkeys(out))
+
+
+# -- the registry -----------------------------------------------------------------------
+
+# Experiments of the source papers that still need the AQM-family and traffic work;
+# each becomes a module here (see docs/reproductions.md, "Adding a reproduction").
+PLANNED: dict[str, tuple[str, str]] = {
+    "madpie-mix": ("Kuhn & Ros, MADPIE §IV, Figs. 6-8: CBR, small files and bulk flows at RTT 100/300/500 ms, 20 seeds", "the madpie AQM; cbr and files traffic; the madpie-mix scenario"),
+    "madpie-rtt-mix": ("Kuhn & Ros, MADPIE §V, Figs. 10-12: the mix on a 100 ms and a 500 ms path at once, with CoDel", "madpie and codel AQMs; per-group paths; the madpie-rtt-mix scenario"),
+    "pie-lab": ("Pan et al., PIE slides: 5 TCP, 5 TCP + 2 UDP, varying TCP intensity, capacity 50 -> 10 Mbps; PIE vs CoDel", "codel; UDP/CBR traffic; capacity changes; the pie-lab-* scenarios"),
+    "aqm-kids": ("Khademi, Ros & Welzl, Evaluating CoDel, FQ_CoDel and PIE: target delay, 4/16/64 flows, FQ-CoDel vs CoDel, the ECN ratio table", "codel, fq_codel, ared; the aqm-kids-* scenarios"),
+    "palermo": ("Popovsky, infrastructure versus congestion control: Palermo vs DRS receivers on FIFO and CoDel, Figs. 2-6", "the Palermo receiver; codel; the palermo-* scenarios"),
+    "pvq": ("Jou, Tan & Baras, A Parallel Virtual Queue Structure for AQM: Tables III and IV, Fig. 9, Figs. 10-11", "red_tail and ared; web traffic; the pvq-* scenarios"),
+}
+
+
+def registry() -> dict[str, Reproduction]:
+    out: dict[str, Reproduction] = {}
+    for m in pkgutil.iter_modules(__path__):
+        if m.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{__name__}.{m.name}")
+        exp = getattr(mod, "EXPERIMENT", None)
+        if isinstance(exp, Reproduction):
+            out[exp.name] = exp
+    return out
+
+
+def get(name: str) -> Reproduction:
+    reg = registry()
+    if name not in reg:
+        if name in PLANNED:
+            raise KeyError(f"reproduce: \"{name}\" is planned but not written yet: it needs {PLANNED[name][1]} (see docs/reproductions.md)")
+        raise KeyError(f"reproduce: no reproduction \"{name}\" (available: {', '.join(reg) or 'none'}; aqmlab reproduce --list)")
+    return reg[name]
+
+
+def print_list(console: Any) -> int:
+    from rich.table import Table
+
+    cat = _catalog()
+    t = Table(title="Reproductions (aqmlab reproduce NAME [--quick])", title_justify="left")
+    t.add_column("name")
+    t.add_column("experiment")
+    t.add_column("runs (quick)")
+    t.add_column("status")
+    for name, e in registry().items():
+        miss = missing(e.requires, cat)
+        lv_missing = [f"{a.name} {lab}" for a in e.axes for lab in a.levels if missing(a.requires.get(lab, ()), cat)]
+        n_levels = math.prod(len(a.levels) - sum(1 for lab in a.levels if missing(a.requires.get(lab, ()), cat)) for a in e.axes)
+        status = "needs " + "; ".join(miss) if miss else ("ready" + (f" (skips {', '.join(lv_missing)} until their features exist)" if lv_missing else ""))
+        t.add_row(name, e.title, f"{n_levels * e.seeds} ({n_levels * e.quick.seeds})", status)
+    for name, (what, needs) in PLANNED.items():
+        if name not in registry():
+            t.add_row(name, what, "–", f"planned: needs {needs}")
+    console.print(t)
+    return 0
+
+
+# -- running --------------------------------------------------------------------------
+
+
+class Context:
+    """Our runs, as series keyed by the reproduction's axis labels."""
+
+    def __init__(self, series: list[Series]):
+        self._series = series
+
+    def series(self, where: Mapping[str, Any]) -> Optional[Series]:
+        for s in self._series:
+            if all(str(s.runs[0].params.get(k)) == str(v) for k, v in where.items()):
+                return s
+        return None
+
+
+@dataclass
+class ClaimResult:
+    claim: Claim
+    value: Optional[float]
+    sd: Optional[float]
+    runs: int
+    verdict: str
+    note: str
+
+    def ours(self) -> str:
+        if self.value is None:
+            return "–"
+        d = self.claim.digits
+        txt = f"{self.value:.{d}f}" + (f" ± {self.sd:.{d}f}" if self.sd is not None else "")
+        return txt + (f" {self.claim.unit}" if self.claim.unit else "")
+
+
+@dataclass
+class ReproductionResult:
+    name: str
+    out: Path
+    claims: list[ClaimResult]
+    skipped: list[str]
+    seconds: float
+    runs: int
+    failed: int
+    report: Path
+
+
+def grid_for(e: Reproduction, quick: bool, seeds: Optional[int] = None, cat: Optional[dict[str, Any]] = None):
+    from ..grid import Grid
+
+    cat = cat or _catalog()
+    g = Grid(scenario=e.scenario, name=e.name + ("-quick" if quick else ""), description=e.title)
+    g.set = dict(e.set)
+    if quick:
+        g.set.update(e.quick.set)
+    skipped = []
+    for a in e.axes:
+        keep = {}
+        for lab, ov in a.levels.items():
+            miss = missing(a.requires.get(lab, ()), cat)
+            if miss:
+                skipped.append(f"{a.name} {lab}: skipped, this build lacks {'; '.join(miss)}")
+            else:
+                keep[lab] = ov
+        if not keep:
+            raise RuntimeError(f"reproduce {e.name}: every level of {a.name} needs a missing feature")
+        g.named(a.name, keep)
+    n = seeds or (e.quick.seeds if quick else e.seeds)
+    g.seeds = list(range(1, n + 1))
+    return g, skipped
+
+
+def reproduce(
+    name: str,
+    *,
+    out: Union[str, Path, None] = None,
+    quick: bool = False,
+    jobs: Optional[int] = None,
+    cluster: Any = None,
+    seeds: Optional[int] = None,
+    progress: Optional[bool] = None,
+) -> ReproductionResult:
+    """Run reproduction `name`: its sweep, figures, and claims table (docs/reproductions.md)."""
+    from .. import comparison, sweeps
+
+    e = get(name)
+    cat = _catalog()
+    miss = missing(e.requires, cat)
+    if miss:
+        raise RuntimeError(f"reproduce {name}: this build lacks {'; '.join(miss)}")
+    out = Path(out) if out else Path("reproductions") / (name + ("-quick" if quick else ""))
+    g, skipped = grid_for(e, quick, seeds, cat)
+    plan = g.plan()
+    t0 = time.perf_counter()
+    res = sweeps.run_plan(plan, out, jobs=jobs, cluster=cluster, compare=False, progress=progress, label=g.name,
+                          extra={"reproduction": name, "quick": quick})
+    runs = comparison.find_runs([out])
+    series = comparison.group(runs, e.label)
+    ctx = Context(series)
+    results = evaluate(e, ctx, skipped)
+    figs = [(f.name, f.kind, f.options()) for f in e.figures]
+    intro = _intro_html(e, quick, skipped, results, res)
+    cmp = comparison.compare([out], out, figures=figs, title=f"{e.title}{' (quick)' if quick else ''}", label=e.label, intro_html=intro, runs=runs)
+    write_claims(out, e, results, skipped, quick, time.perf_counter() - t0, len(plan.runs), res.failed)
+    return ReproductionResult(name, out, results, skipped, time.perf_counter() - t0, len(plan.runs), res.failed, cmp.report)
+
+
+def evaluate(e: Reproduction, ctx: Context, skipped: Sequence[str]) -> list[ClaimResult]:
+    out = []
+    for c in e.claims:
+        v = c.measure.value(ctx)
+        if v is None:
+            gone = [f"{k} {w[k]}" for w in c.measure.wheres() for k in w if any(s.startswith(f"{k} {w[k]}:") for s in skipped)]
+            why = f"{', '.join(dict.fromkeys(gone))} not run in this build (see Skipped)" if gone else "no data in these runs"
+            out.append(ClaimResult(c, None, None, 0, "not run", why))
+            continue
+        value, sd, n = v
+        out.append(ClaimResult(c, value, sd, n, c.check.verdict(value), c.note))
+    return out
+
+
+def claims_markdown(e: Reproduction, results: Sequence[ClaimResult], skipped: Sequence[str], quick: bool) -> str:
+    lines = [
+        f"# {e.title}{' (quick)' if quick else ''}",
+        "",
+        e.description,
+        "",
+        "| § | the paper says | paper | aqmlab | check | verdict | note |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        c = r.claim
+        unit = f" {c.unit}" if c.unit else ""
+        lines.append(f"| {c.where} | {c.text} | {c.paper} | {r.ours()} | {c.check.describe()}{unit} | {r.verdict} | {r.note} |")
+    lines += ["", "aqmlab: mean ± standard deviation over the seeds of each series, or a percentile of the seeds pooled (see the measure in claims.json)."]
+    if skipped:
+        lines += ["", "Skipped:", ""] + [f"- {s}" for s in skipped]
+    if e.notes:
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in e.notes]
+    return "\n".join(lines) + "\n"
+
+
+def write_claims(out: Path, e: Reproduction, results: Sequence[ClaimResult], skipped: Sequence[str], quick: bool, seconds: float, runs: int, failed: int) -> None:
+    (out / "claims.md").write_text(claims_markdown(e, results, skipped, quick), encoding="utf-8")
+    data = {
+        "reproduction": e.name,
+        "title": e.title,
+        "quick": quick,
+        "runs": runs,
+        "failed": failed,
+        "seconds": seconds,
+        "skipped": list(skipped),
+        "claims": [
+            {
+                "where": r.claim.where, "claim": r.claim.text, "paper": r.claim.paper, "unit": r.claim.unit,
+                "aqmlab": r.value, "aqmlab_sd": r.sd, "runs": r.runs, "check": r.claim.check.describe(),
+                "verdict": r.verdict, "note": r.note, "measure": r.claim.measure.describe(),
+            }
+            for r in results
+        ],
+    }
+    (out / "claims.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def _intro_html(e: Reproduction, quick: bool, skipped: Sequence[str], results: Sequence[ClaimResult], res: Any) -> str:
+    import html
+
+    rows = "".join(
+        f"<tr><td>{html.escape(r.claim.where)}</td><td>{html.escape(r.claim.text)}</td><td>{html.escape(r.claim.paper)}</td>"
+        f"<td>{html.escape(r.ours())}</td><td class='{r.verdict.replace(' ', '-')}'>{html.escape(r.verdict)}</td><td>{html.escape(r.note)}</td></tr>"
+        for r in results
+    )
+    skip = "".join(f"<li>{html.escape(s)}</li>" for s in skipped)
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in e.notes)
+    return (
+        f"<p>{html.escape(e.description)}</p>"
+        + (f"<p class='note'>Quick variant: {e.quick.seeds} seeds, {html.escape(json.dumps(dict(e.quick.set)))}; the full run is <code>aqmlab reproduce {e.name}</code>.</p>" if quick else "")
+        + (f"<div class='note'><b>Skipped</b><ul>{skip}</ul></div>" if skipped else "")
+        + "<h2>The paper's claims beside aqmlab's</h2><table><tr><th>§</th><th>the paper says</th><th>paper</th><th>aqmlab</th><th>verdict</th><th>note</th></tr>"
+        + rows + "</table>"
+        + (f"<h3>Notes</h3><ul>{notes}</ul>" if notes else "")
+        + f"<p class='meta'>{res.ran} runs ran, {res.skipped} were already done, {res.failed} failed.</p>"
+    )
+
+
+def main(name: str, *, out=None, quick=False, jobs=None, cluster=None, console=None, seeds=None) -> int:
+    r = reproduce(name, out=out, quick=quick, jobs=jobs, cluster=cluster, seeds=seeds)
+    if console is not None:
+        from rich.table import Table
+
+        t = Table(title=f"{name}{' (quick)' if quick else ''}: the paper beside aqmlab", title_justify="left")
+        for col in ("§", "the paper says", "paper", "aqmlab", "verdict"):
+            t.add_column(col)
+        colors = {"agrees": "green", "close": "yellow", "differs": "red", "not run": "dim"}
+        for c in r.claims:
+            t.add_row(c.claim.where, c.claim.text, c.claim.paper, c.ours(), f"[{colors.get(c.verdict, 'white')}]{c.verdict}[/]")
+        console.print(t)
+        for s in r.skipped:
+            console.print(f"[dim]{s}[/dim]")
+        console.print(f"{r.runs} runs ({r.failed} failed) in {r.seconds:.1f} s; wrote {r.out}/claims.md, claims.json, report.html, figures/")
+    return 1 if r.failed else 0
