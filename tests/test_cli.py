@@ -6,7 +6,18 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-EXPECTED_FILES = {"summary.json", "scenario.json", "packets.parquet", "flows.parquet", "timeseries.parquet", "report.html", "figures"}
+EXPECTED_FILES = {
+    "summary.json",
+    "scenario.json",
+    "packets.parquet",
+    "flows.parquet",
+    "timeseries.parquet",
+    "transfers.parquet",
+    "datagrams.parquet",
+    "flow_trace.parquet",
+    "report.html",
+    "figures",
+}
 
 
 def test_default_run_writes_every_file_and_prints_the_headline(cli, tmp_path):

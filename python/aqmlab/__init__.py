@@ -71,7 +71,7 @@ def run(
     Raises ScenarioError (a ValueError) for bad input, naming the field and value.
     """
     src = source(scenario)
-    raw = _core.run(src.text, src.format, _override_list(overrides), seed, progress)
+    raw = _core.run(src.text, src.format, _override_list(overrides), seed, progress, src.base_dir)
     return RunResult(raw)
 
 

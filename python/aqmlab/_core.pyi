@@ -12,13 +12,16 @@ class ScenarioError(ValueError):
 class SimulationError(RuntimeError):
     """A run that broke an invariant such as packet conservation (a bug)."""
 
-def resolve_scenario(text: str, format: str = "toml", overrides: list[str] = ..., seed: Optional[int] = None) -> str: ...
+def resolve_scenario(
+    text: str, format: str = "toml", overrides: list[str] = ..., seed: Optional[int] = None, base_dir: Optional[str] = None
+) -> str: ...
 def run(
     text: str,
     format: str = "toml",
     overrides: list[str] = ...,
     seed: Optional[int] = None,
     progress: Optional[Callable[[float], object]] = None,
+    base_dir: Optional[str] = None,
 ) -> dict[str, object]: ...
 def builtin_scenarios() -> list[tuple[str, str]]: ...
 def aqm_catalog() -> str: ...

@@ -25,7 +25,7 @@ def main(a: argparse.Namespace) -> int:
     try:
         src = source(a.scenario)
         overrides = list(a.set) + (["record.packets=false"] if a.no_packets else [])
-        resolved = json.loads(_core.resolve_scenario(src.text, src.format, overrides, a.seed))
+        resolved = json.loads(_core.resolve_scenario(src.text, src.format, overrides, a.seed, src.base_dir))
     except _core.ScenarioError as e:
         print(f"aqmlab: error: {e}")
         return 2
@@ -35,7 +35,7 @@ def main(a: argparse.Namespace) -> int:
     rows = []
     for i in range(a.repeat):
         t0 = time.perf_counter()
-        raw = _core.run(src.text, src.format, overrides, a.seed)
+        raw = _core.run(src.text, src.format, overrides, a.seed, None, src.base_dir)
         total = time.perf_counter() - t0
         meta = json.loads(raw["meta"])
         pk = meta["links"][0]["stats"]["dequeued"]

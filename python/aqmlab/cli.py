@@ -76,7 +76,7 @@ def cmd_run(a: argparse.Namespace) -> int:
 
     try:
         src = source(a.scenario)
-        resolved = json.loads(_core.resolve_scenario(src.text, src.format, a.set, a.seed))
+        resolved = json.loads(_core.resolve_scenario(src.text, src.format, a.set, a.seed, src.base_dir))
     except _core.ScenarioError as e:
         return _err(str(e))
     name = resolved["name"]
@@ -90,7 +90,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         with _progress_runner(f"{name}", show_bar) as cb:
-            raw = _core.run(src.text, src.format, a.set, a.seed, cb)
+            raw = _core.run(src.text, src.format, a.set, a.seed, cb, src.base_dir)
     except _core.ScenarioError as e:
         return _err(str(e))
     except _core.SimulationError as e:
@@ -144,6 +144,13 @@ def cmd_list(a: argparse.Namespace) -> int:
     for k, v in traffic["tcp"].items():
         t.add_row(k, json.dumps(v))
     con.print(t)
+    t = Table(title='Palermo-like receiver: tcp.receiver = { kind = "palermo", ... } (docs/receivers.md)', title_justify="left")
+    t.add_column("parameter")
+    t.add_column("default")
+    t.add_column("meaning")
+    for k, v in traffic["palermo"].items():
+        t.add_row(k, json.dumps(v), traffic["palermo_doc"].get(k, ""))
+    con.print(t)
     return 0
 
 
@@ -152,7 +159,7 @@ def cmd_show(a: argparse.Namespace) -> int:
 
     try:
         src = source(a.scenario)
-        print(json.dumps(json.loads(_core.resolve_scenario(src.text, src.format, a.set, a.seed)), indent=2))
+        print(json.dumps(json.loads(_core.resolve_scenario(src.text, src.format, a.set, a.seed, src.base_dir)), indent=2))
     except _core.ScenarioError as e:
         return _err(str(e))
     return 0

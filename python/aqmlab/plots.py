@@ -213,6 +213,162 @@ def drop_causes(r: "RunResult", out: Path) -> list[str]:
         return _save(fig, out, "drop_causes")
 
 
+def _classes_of_kind(r: "RunResult", kinds: tuple[str, ...]) -> list[tuple[int, str]]:
+    return [(gi, g["name"]) for gi, g in enumerate(r.meta["groups"]) if g["kind"] in kinds]
+
+
+def download_times(r: "RunResult", out: Path) -> list[str]:
+    """Kuhn & Ros Fig. 7: download time per file size, boxes from the 25th to the
+    75th percentile with the median, whiskers at the 5th and 95th."""
+    classes = _classes_of_kind(r, ("files", "web", "transfer"))
+    if not classes:
+        return []
+    summary = r.summary["classes"]
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(max(6.4, 1.2 * sum(len(summary[n]["download_time_s"]["by_size"]) for _, n in classes)), 4.0))
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        x = 0
+        ticks, labels = [], []
+        drawn = False
+        for ci, (_, name) in enumerate(classes):
+            for label, d in summary[name]["download_time_s"]["by_size"].items():
+                if d["p50"] is None:
+                    continue
+                drawn = True
+                stats = [{"med": d["p50"], "q1": d["p25"], "q3": d["p75"], "whislo": d["p5"], "whishi": d["p95"], "label": label}]
+                b = ax.bxp(stats, positions=[x], widths=0.6, showfliers=False, patch_artist=True)
+                for patch in b["boxes"]:
+                    patch.set_facecolor(colors[ci % len(colors)])
+                    patch.set_alpha(0.6)
+                ticks.append(x)
+                labels.append(f"{label}\n(n={d['completed']})" if len(classes) == 1 else f"{name}\n{label}\n(n={d['completed']})")
+                x += 1
+            x += 0.5
+        if not drawn:
+            plt.close(fig)
+            return []
+        ax.set_xticks(ticks)
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_ylabel("download time (s)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(_title(r, "Download times: p5, p25, median, p75, p95"))
+        return _save(fig, out, "download_times")
+
+
+def cbr_delay(r: "RunResult", out: Path) -> list[str]:
+    """Kuhn & Ros Fig. 6: a CBR class's goodput against its delay percentiles
+    (here the one-way delay; p5-p95 whiskers, p25-p75 thick, median dot)."""
+    classes = _classes_of_kind(r, ("cbr",))
+    if not classes:
+        return []
+    summary = r.summary["classes"]
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        drawn = False
+        for ci, (_, name) in enumerate(classes):
+            c = summary[name]
+            d = c["one_way_delay_ms"]
+            if d["p50"] is None:
+                continue
+            drawn = True
+            y = c["goodput_mbps_per_flow"]["mean"] * 1e3
+            col = colors[ci % len(colors)]
+            ax.plot([d["p5"], d["p95"]], [y, y], color=col, lw=1)
+            ax.plot([d["p25"], d["p75"]], [y, y], color=col, lw=5, alpha=0.7)
+            ax.plot([d["p50"]], [y], "o", color="black", ms=4)
+            ax.annotate(f"{name}: p5/p25/p50/p75/p95 = {d['p5']:.0f}/{d['p25']:.0f}/{d['p50']:.0f}/{d['p75']:.0f}/{d['p95']:.0f} ms", (d["p5"], y), xytext=(0, 6), textcoords="offset points", fontsize=7)
+        if not drawn:
+            plt.close(fig)
+            return []
+        ax.set_xlabel("one-way delay (ms)")
+        ax.set_ylabel("mean goodput per flow (kbps)")
+        ax.set_title(_title(r, "CBR: goodput and one-way delay"))
+        return _save(fig, out, "cbr_delay")
+
+
+def goodput_intervals(r: "RunResult", out: Path) -> list[str]:
+    """Khademi, Ros & Welzl: per-flow goodput per interval (box p25-p75, whiskers
+    p10-p90), one box per class."""
+    from . import metrics
+
+    sc = r.scenario
+    fs = r.raw["flow_series"]
+    if not len(fs["time_ns"]):
+        return []
+    interval_ns = metrics._ns(sc["record"]["interval"])
+    window_ns = metrics._ns(sc["metrics"]["goodput_interval"])
+    end_ns = round(r.meta["sim_seconds"] * 1e9)
+    warmup_ns = metrics._ns(sc["metrics"]["warmup"])
+    fl = r.raw["flows"]
+    data, names = [], []
+    for gi, g in enumerate(r.meta["groups"]):
+        sel = fl["group"] == gi
+        stop = sc["flows"][gi].get("stop") if gi < len(sc["flows"]) else None
+        per, _ = metrics.goodput_windows(fs, fl["flow"][sel], fl["start_ns"][sel], interval_ns, window_ns, end_ns, warmup_ns, metrics._ns(stop) if stop else None)
+        if len(per):
+            data.append(per)
+            names.append(g["name"])
+    if not data:
+        return []
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        ax.boxplot(data, whis=(10, 90), showfliers=False, tick_labels=names)
+        ax.set_ylabel(f"goodput per flow per {sc['metrics']['goodput_interval']} (Mbps)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(_title(r, "Goodput per interval (whiskers p10-p90)"))
+        return _save(fig, out, "goodput_intervals")
+
+
+def flow_trace(r: "RunResult", out: Path) -> list[str]:
+    """Popovsky Figs. 2-4: per connection, the bytes acknowledged (sequence advance),
+    the RTT samples and the bytes in flight, at ACK granularity."""
+    x = r.raw["flow_trace"]
+    if not len(x["time_ns"]):
+        return []
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(3, 1, figsize=(9, 7.5), sharex=True)
+        for f in np.unique(x["flow"]):
+            s = x["flow"] == f
+            t = x["time_ns"][s] / 1e9
+            step = max(1, int(s.sum()) // 20000)
+            label = f"flow {f} ({r.class_names[r.flow_class[f]]})"
+            axes[0].plot(t[::step], x["acked_bytes"][s][::step] / 1e6, lw=1, label=label)
+            rtt = x["rtt_ns"][s][::step]
+            axes[1].plot(t[::step], np.where(rtt >= 0, rtt / 1e6, np.nan), lw=0.6)
+            axes[2].plot(t[::step], x["unacked"][s][::step] * 1.46, lw=0.6)
+        axes[0].set_ylabel("acknowledged (MB)")
+        axes[1].set_ylabel("RTT sample (ms)")
+        axes[1].set_ylim(bottom=0)
+        axes[2].set_ylabel("unacknowledged (kB, ~)")
+        axes[2].set_xlabel("time (s)")
+        axes[0].legend(loc="upper left")
+        axes[0].set_title(_title(r, "Per-connection sequence, RTT and data in flight"))
+        return _save(fig, out, "flow_trace")
+
+
+def capacity_time(r: "RunResult", out: Path) -> list[str]:
+    """Capacity and throughput of the bottleneck over time, when the capacity changes
+    (a schedule or a trace)."""
+    ls = r.raw["link_series"]
+    sel = ls["link"] == 0
+    cap = ls["capacity_bps"][sel]
+    if not len(cap) or cap.min() == cap.max():
+        return []
+    interval_s = ls["time_ns"][sel][0] / 1e9
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(9, 4))
+        t = ls["time_ns"][sel] / 1e9
+        ax.step(t, cap / 1e6, where="pre", color="black", lw=1.2, label="capacity")
+        ax.plot(t, ls["tx_bytes"][sel] * 8 / interval_s / 1e6, color="#1f77b4", lw=0.7, label="throughput")
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("Mbps")
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="upper right")
+        ax.set_title(_title(r, "Bottleneck capacity and throughput"))
+        return _save(fig, out, "capacity_time")
+
+
 FIGURES: list[tuple[str, Callable[["RunResult", Path], list[str]], str]] = [
     ("queue_delay_cdf", queue_delay_cdf, "CDF of the per-packet queueing delay at the bottleneck (Kuhn & Ros, Fig. 2a/2c)."),
     ("utilization_cdf", utilization_cdf, "CDF of the bottleneck utilization per interval (Kuhn & Ros, Fig. 2b/2d)."),
@@ -220,6 +376,11 @@ FIGURES: list[tuple[str, Callable[["RunResult", Path], list[str]], str]] = [
     ("drop_causes", drop_causes, "Drop causes and the queueing delay when they happened (Kuhn & Ros, Fig. 4)."),
     ("goodput", goodput, "Goodput of each flow, with Jain's fairness index per class."),
     ("cwnd_rtt", cwnd, "Congestion windows and smoothed RTTs of the first flows."),
+    ("capacity_time", capacity_time, "Capacity and throughput of the bottleneck over time (Pan et al.'s capacity drop; trace-driven links)."),
+    ("goodput_intervals", goodput_intervals, "Per-flow goodput per metrics.goodput_interval, per class (Khademi, Ros & Welzl: 5 s)."),
+    ("cbr_delay", cbr_delay, "CBR goodput against one-way delay percentiles (Kuhn & Ros, Fig. 6)."),
+    ("download_times", download_times, "Download times per file size: p5, p25, median, p75, p95 (Kuhn & Ros, Fig. 7)."),
+    ("flow_trace", flow_trace, "Per-connection acknowledged bytes, RTT samples and data in flight at ACK granularity (Popovsky, Figs. 2-4)."),
 ]
 
 

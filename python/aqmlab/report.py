@@ -52,6 +52,34 @@ def summary_tables(s: dict[str, Any]) -> str:
             _row([name, c["kind"], c["flows"], c["cc"] or "–", c["goodput_mbps"], c["goodput_mbps_per_flow"]["mean"], c["jain_index"], c["loss_rate"], c["retransmits"], c["timeouts"], qtxt])
         )
     parts.append("</table>")
+    cbr = {n: c for n, c in s["classes"].items() if c["kind"] == "cbr"}
+    if cbr:
+        parts.append("<h3>CBR: one-way delay (ms) and goodput</h3><table>")
+        ks = ["p5", "p25", "p50", "p75", "p95", "p99", "max", "mean"]
+        parts.append(_row(["class", "rate (kbps)", "goodput per flow (kbps)", "loss rate"] + ks, "th"))
+        for n, c in cbr.items():
+            d = c["one_way_delay_ms"]
+            gp = c["goodput_mbps_per_flow"]["mean"]
+            parts.append(_row([n, c["rate_kbps"], None if gp is None else gp * 1e3, c["loss_rate"]] + [d[k] for k in ks]))
+        parts.append("</table>")
+    dl = {n: c for n, c in s["classes"].items() if "download_time_s" in c}
+    if dl:
+        parts.append("<h3>Download times (s)</h3><table>")
+        ks = ["p5", "p25", "p50", "p75", "p95", "mean"]
+        parts.append(_row(["class", "size", "completed", "unfinished"] + ks, "th"))
+        for n, c in dl.items():
+            d = c["download_time_s"]
+            for label, b in [("all", d["all"])] + list(d["by_size"].items()):
+                parts.append(_row([n, label, b["completed"], b["unfinished"]] + [b[k] for k in ks]))
+        parts.append("</table>")
+    parts.append("<h3>Goodput per interval (Mbps)</h3><table>")
+    ks = ["p10", "p25", "p50", "p75", "p90", "mean"]
+    parts.append(_row(["class", "interval (s)", "of"] + ks, "th"))
+    for n, c in s["classes"].items():
+        g = c["goodput_per_interval_mbps"]
+        parts.append(_row([n, g["interval_s"], "per flow"] + [g["per_flow"][k] for k in ks]))
+        parts.append(_row([n, g["interval_s"], "class"] + [g["class"][k] for k in ks]))
+    parts.append("</table>")
     return "\n".join(parts)
 
 

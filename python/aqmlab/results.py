@@ -1,9 +1,11 @@
 """A run's results: tables (Arrow, pandas), the summary, and writing them to disk.
 
-Files written (DESIGN.md "What a run writes"): `summary.json`, `packets.parquet`,
-`flows.parquet`, `timeseries.parquet`, `scenario.json` (the scenario with all
-defaults, so that a run can be redrawn or repeated years later) and `report.html`
-with its figures. A run folder is written to a temporary sibling first and moved
+Files written (DESIGN.md "What a run writes"; every column in docs/outputs.md):
+`summary.json`, `packets.parquet`, `flows.parquet`, `timeseries.parquet`,
+`transfers.parquet` (one row per download or transfer), `datagrams.parquet` (one
+row per UDP datagram received), `flow_trace.parquet` (one row per ACK of the flows
+in `record.flow_trace`), `scenario.json` (the scenario with all defaults, so that a
+run can be redrawn or repeated years later) and `report.html` with its figures. A run folder is written to a temporary sibling first and moved
 into place, so a killed run leaves no half-written folder.
 """
 
@@ -27,6 +29,7 @@ KINDS = ["data", "ack", "syn", "synack", "udp"]
 EVENTS = ["enqueue", "dequeue", "drop", "mark"]
 CAUSES = ["", "overflow", "random", "deterministic"]
 CA_STATES = ["open", "recovery", "loss", "cwr"]
+RECEIVER_MODES = ["", "startup", "steady", "drs", "probe"]
 
 FORMAT_VERSION = 1
 
@@ -44,12 +47,50 @@ def _ms(ns: np.ndarray) -> pa.Array:
     return pa.array(ns / 1e6, mask=ns < 0)
 
 
+# Tables and columns that not every producer of raw records has (the emulator
+# records the bottleneck and the flows, not downloads, datagrams or ACK traces):
+# (table, column, dtype, fill value) for a missing column, empty tables otherwise.
+_OPTIONAL_TABLES: dict[str, dict[str, Any]] = {
+    "transfers": {
+        "flow": np.uint32, "group": np.uint16, "index": np.uint32, "conn": np.uint32, "size_bytes": np.uint64,
+        "request_ns": np.uint64, "end_ns": np.int64, "retransmits": np.int64, "timeouts": np.int64,
+    },
+    "datagrams": {"time_ns": np.uint64, "flow": np.uint32, "seq": np.uint64, "size": np.uint32, "delay_ns": np.uint64, "ce": bool},
+    "flow_trace": {
+        "time_ns": np.uint64, "flow": np.uint32, "conn": np.uint32, "acked_bytes": np.uint64, "snd_una": np.uint64,
+        "snd_nxt": np.uint64, "cwnd": float, "in_flight": np.uint64, "unacked": np.uint64, "rtt_ns": np.int64,
+        "srtt_ns": np.int64, "rwnd": np.int64,
+    },
+}
+_OPTIONAL_COLUMNS = [
+    ("flows", "transfers", np.uint32, 0),
+    ("flows", "receiver_reverts", np.uint32, 0),
+    ("flows", "receiver_returns", np.uint32, 0),
+    ("flow_series", "rwnd", np.int64, -1),
+    ("flow_series", "receiver_mode", np.uint8, 0),
+    ("link_series", "opportunities", np.uint64, 0),
+    ("link_series", "opportunities_used", np.uint64, 0),
+]
+
+
+def _with_defaults(raw: dict[str, Any]) -> dict[str, Any]:
+    for table, cols in _OPTIONAL_TABLES.items():
+        if table not in raw:
+            raw[table] = {c: np.array([], dtype=t) for c, t in cols.items()}
+    for table, col, dtype, fill in _OPTIONAL_COLUMNS:
+        t = raw[table]
+        if col not in t or len(t[col]) != len(next(iter(t.values()))):
+            n = len(t["flow"]) if "flow" in t else len(t["time_ns"])
+            t[col] = np.full(n, fill, dtype=dtype)
+    return raw
+
+
 class RunResult:
     """The outcome of one run. `summary` is the dict written to summary.json;
     `packets`, `flows`, `timeseries` are Arrow tables (`.to_pandas()` for pandas)."""
 
     def __init__(self, raw: dict[str, Any]):
-        self.raw = raw
+        self.raw = _with_defaults(raw)
         self.meta: dict[str, Any] = json.loads(raw["meta"])
 
     @property
@@ -126,6 +167,71 @@ class RunResult:
                 "min_rtt_ms": _ms(f["min_rtt_ns"]),
                 "srtt_ms": _ms(f["srtt_ns"]),
                 "base_rtt_ms": pa.array(f["base_rtt_ns"] / 1e6),
+                "receiver": pa.array([groups[g].get("receiver") for g in f["group"]], type=pa.string()),
+                "transfers": pa.array(f["transfers"]),
+                "receiver_reverts": pa.array(f["receiver_reverts"]),
+                "receiver_returns": pa.array(f["receiver_returns"]),
+            }
+        )
+
+    @cached_property
+    def transfers(self) -> pa.Table:
+        """One row per download (files, web) or transfer."""
+        t = self.raw["transfers"]
+        req = t["request_ns"]
+        end = t["end_ns"]
+        done = end >= 0
+        return pa.table(
+            {
+                "flow": pa.array(t["flow"]),
+                "class": _dict_col(t["group"], self.class_names),
+                "index": pa.array(t["index"]),
+                "conn": pa.array(t["conn"]),
+                "size_bytes": pa.array(t["size_bytes"]),
+                "request_s": pa.array(req / 1e9),
+                "end_s": pa.array(end / 1e9, mask=~done),
+                "download_time_s": pa.array((end - req.astype(np.int64)) / 1e9, mask=~done),
+                "retransmits": pa.array(t["retransmits"], mask=~done),
+                "timeouts": pa.array(t["timeouts"], mask=~done),
+            }
+        )
+
+    @cached_property
+    def datagrams(self) -> pa.Table:
+        """One row per UDP datagram received, with its one-way delay."""
+        d = self.raw["datagrams"]
+        return pa.table(
+            {
+                "time_s": pa.array(d["time_ns"] / 1e9),
+                "flow": pa.array(d["flow"]),
+                "class": self._class_col(d["flow"]),
+                "seq": pa.array(d["seq"]),
+                "size_bytes": pa.array(d["size"]),
+                "one_way_delay_ms": pa.array(d["delay_ns"] / 1e6),
+                "ce": pa.array(d["ce"]),
+            }
+        )
+
+    @cached_property
+    def flow_trace(self) -> pa.Table:
+        """One row per ACK reaching a traced sender (record.flow_trace)."""
+        x = self.raw["flow_trace"]
+        rw = x["rwnd"]
+        return pa.table(
+            {
+                "time_s": pa.array(x["time_ns"] / 1e9),
+                "flow": pa.array(x["flow"]),
+                "class": self._class_col(x["flow"]),
+                "conn": pa.array(x["conn"]),
+                "acked_bytes": pa.array(x["acked_bytes"]),
+                "snd_una": pa.array(x["snd_una"]),
+                "snd_nxt": pa.array(x["snd_nxt"]),
+                "cwnd_segments": pa.array(x["cwnd"]),
+                "in_flight_segments": pa.array(x["in_flight"]),
+                "unacked_segments": pa.array(x["unacked"]),
+                "rtt_ms": _ms(x["rtt_ns"]),
+                "srtt_ms": _ms(x["srtt_ns"]),
+                "rwnd_bytes": pa.array(rw, mask=rw < 0),
             }
         )
 
@@ -159,9 +265,11 @@ class RunResult:
             "link": cat(_dict_col(ls["link"], links), pa.DictionaryArray.from_arrays(pa.nulls(nf, pa.int32()), pa.array(links))),
             "flow": cat(nulls(nl, pa.uint32()), pa.array(fs["flow"])),
             "class": cat(pa.DictionaryArray.from_arrays(pa.nulls(nl, pa.int32()), pa.array(self.class_names)), self._class_col(fs["flow"])),
-            "utilization": cat(pa.array(ls["busy_ns"] / (interval_s * 1e9)), nulls(nf, f64)),
+            "utilization": cat(pa.array(metrics.link_utilization(ls, interval_s)), nulls(nf, f64)),
             "throughput_mbps": cat(pa.array(ls["tx_bytes"] * 8 / interval_s / 1e6), nulls(nf, f64)),
             "capacity_mbps": cat(pa.array(ls["capacity_bps"] / 1e6), nulls(nf, f64)),
+            "opportunities": cat(pa.array(ls["opportunities"]), nulls(nf, u64)),
+            "opportunities_used": cat(pa.array(ls["opportunities_used"]), nulls(nf, u64)),
             "arrivals": cat(pa.array(ls["arrivals"]), nulls(nf, u64)),
             "drops_overflow": cat(pa.array(ls["drops_overflow"]), nulls(nf, u64)),
             "drops_random": cat(pa.array(ls["drops_random"]), nulls(nf, u64)),
@@ -183,6 +291,11 @@ class RunResult:
             "ca_state": cat(
                 pa.DictionaryArray.from_arrays(pa.nulls(nl, pa.int32()), pa.array(CA_STATES)),
                 _dict_col(fs["ca_state"], CA_STATES),
+            ),
+            "rwnd_bytes": cat(nulls(nl, pa.int64()), pa.array(fs["rwnd"], mask=fs["rwnd"] < 0)),
+            "receiver_mode": cat(
+                pa.DictionaryArray.from_arrays(pa.nulls(nl, pa.int32()), pa.array(RECEIVER_MODES)),
+                _dict_col(fs["receiver_mode"], RECEIVER_MODES, null_code=0),
             ),
         }
         return pa.table(cols)
@@ -214,7 +327,15 @@ class RunResult:
 
     def _write_into(self, d: Path, report: bool) -> None:
         md = self.table_metadata()
-        for name, table in (("packets", self.packets), ("flows", self.flows), ("timeseries", self.timeseries)):
+        tables = (
+            ("packets", self.packets),
+            ("flows", self.flows),
+            ("timeseries", self.timeseries),
+            ("transfers", self.transfers),
+            ("datagrams", self.datagrams),
+            ("flow_trace", self.flow_trace),
+        )
+        for name, table in tables:
             table = table.replace_schema_metadata({**(table.schema.metadata or {}), **md})
             pq.write_table(table, d / f"{name}.parquet", compression="zstd")
         (d / "scenario.json").write_text(json.dumps(self.scenario, indent=2) + "\n")
@@ -225,7 +346,18 @@ class RunResult:
             _report.write_report(self, d)
 
 
-RUN_FILES = {"summary.json", "scenario.json", "packets.parquet", "flows.parquet", "timeseries.parquet", "report.html", "figures"}
+RUN_FILES = {
+    "summary.json",
+    "scenario.json",
+    "packets.parquet",
+    "flows.parquet",
+    "timeseries.parquet",
+    "transfers.parquet",
+    "datagrams.parquet",
+    "flow_trace.parquet",
+    "report.html",
+    "figures",
+}
 
 
 def is_run_dir(d: Path) -> bool:

@@ -20,6 +20,13 @@ class Source:
     format: str
     origin: str
 
+    @property
+    def base_dir(self) -> str | None:
+        """The folder relative file names in the scenario (link traces) start from."""
+        if self.origin.startswith("built-in:") or self.origin == "<dict>":
+            return None
+        return str(Path(self.origin).resolve().parent)
+
 
 def builtin_names() -> list[str]:
     return [name for name, _ in _core.builtin_scenarios()]
@@ -51,4 +58,4 @@ def source(scenario: ScenarioLike) -> Source:
 def resolve(scenario: ScenarioLike, overrides: list[str] | None = None, seed: int | None = None) -> dict[str, Any]:
     """Validate a scenario and return it with every default filled in."""
     src = source(scenario)
-    return json.loads(_core.resolve_scenario(src.text, src.format, list(overrides or []), seed))
+    return json.loads(_core.resolve_scenario(src.text, src.format, list(overrides or []), seed, src.base_dir))

@@ -339,6 +339,10 @@ impl Pipe {
         s.link.push(index);
         s.capacity_bps.push(capacity);
         s.busy_ns.push(busy - m.busy);
+        // The simulator counts a trace link's opportunities here; the emulator folds
+        // them into busy_ns (the share of the interval that packets used) instead.
+        s.opportunities.push(0);
+        s.opportunities_used.push(0);
         s.tx_bytes.push(self.tx_bytes - m.tx_bytes);
         s.tx_packets.push(self.tx_packets - m.tx_packets);
         s.arrivals.push(st.arrivals - m.stats.arrivals);

@@ -13,10 +13,11 @@ use aqmsim::{Scenario, SimError};
 pyo3::create_exception!(_core, ScenarioError, PyValueError, "A scenario that cannot run: the message names the field and the value.");
 pyo3::create_exception!(_core, SimulationError, PyRuntimeError, "A simulation that broke an invariant (packet conservation): a bug.");
 
-fn parse(text: &str, format: &str, overrides: &[String], seed: Option<u64>) -> PyResult<Scenario> {
+fn parse(text: &str, format: &str, overrides: &[String], seed: Option<u64>, base_dir: Option<&str>) -> PyResult<Scenario> {
+    let base = base_dir.map(std::path::Path::new);
     let sc = match format {
-        "toml" => Scenario::from_toml(text, overrides),
-        "json" => Scenario::from_json(text, overrides),
+        "toml" => Scenario::from_toml_in(text, overrides, base),
+        "json" => Scenario::from_json_in(text, overrides, base),
         other => return Err(PyValueError::new_err(format!("format must be \"toml\" or \"json\", got \"{other}\""))),
     };
     let mut sc = sc.map_err(|e| ScenarioError::new_err(e.to_string()))?;
@@ -27,10 +28,11 @@ fn parse(text: &str, format: &str, overrides: &[String], seed: Option<u64>) -> P
 }
 
 /// Validate a scenario and return it with every default filled in, as JSON.
+/// Relative file names in it (link traces) are taken from `base_dir`.
 #[pyfunction]
-#[pyo3(signature = (text, format = "toml", overrides = Vec::new(), seed = None))]
-fn resolve_scenario(text: &str, format: &str, overrides: Vec<String>, seed: Option<u64>) -> PyResult<String> {
-    Ok(parse(text, format, &overrides, seed)?.to_json())
+#[pyo3(signature = (text, format = "toml", overrides = Vec::new(), seed = None, base_dir = None))]
+fn resolve_scenario(text: &str, format: &str, overrides: Vec<String>, seed: Option<u64>, base_dir: Option<String>) -> PyResult<String> {
+    Ok(parse(text, format, &overrides, seed, base_dir.as_deref())?.to_json())
 }
 
 macro_rules! columns {
@@ -46,7 +48,29 @@ fn set_link_columns(py: Python<'_>, d: &Bound<'_, PyDict>, p: aqmsim::record::Pa
     d.set_item("packets", columns!(py, p, [time_ns, link, flow, uid, kind, size, event, cause, sojourn_ns, backlog_bytes, aqm_delay_ns]))?;
     d.set_item(
         "link_series",
-        columns!(py, l, [time_ns, link, capacity_bps, busy_ns, tx_bytes, tx_packets, arrivals, drops_overflow, drops_random, drops_deterministic, marks, backlog_bytes, backlog_packets, drop_prob, aqm_delay_ns]),
+        columns!(
+            py,
+            l,
+            [
+                time_ns,
+                link,
+                capacity_bps,
+                busy_ns,
+                opportunities,
+                opportunities_used,
+                tx_bytes,
+                tx_packets,
+                arrivals,
+                drops_overflow,
+                drops_random,
+                drops_deterministic,
+                marks,
+                backlog_bytes,
+                backlog_packets,
+                drop_prob,
+                aqm_delay_ns
+            ]
+        ),
     )
 }
 
@@ -70,23 +94,64 @@ fn to_python<'py>(py: Python<'py>, o: RunOutput) -> PyResult<Bound<'py, PyDict>>
     let f = o.flow_series;
     d.set_item(
         "flow_series",
-        columns!(py, f, [time_ns, flow, cwnd, ssthresh, srtt_ns, rtt_ns, rto_ns, in_flight, delivered_bytes, snd_una, retransmits, ca_state]),
+        columns!(py, f, [time_ns, flow, cwnd, ssthresh, srtt_ns, rtt_ns, rto_ns, in_flight, delivered_bytes, snd_una, retransmits, ca_state, rwnd, receiver_mode]),
     )?;
     let t = o.flows;
     d.set_item(
         "flows",
-        columns!(py, t, [flow, group, start_ns, end_ns, bytes_delivered, segments_sent, retransmits, timeouts, recoveries, ecn_reductions, drops, ack_drops, marks, min_rtt_ns, srtt_ns, base_rtt_ns]),
+        columns!(
+            py,
+            t,
+            [
+                flow,
+                group,
+                start_ns,
+                end_ns,
+                bytes_delivered,
+                segments_sent,
+                retransmits,
+                timeouts,
+                recoveries,
+                ecn_reductions,
+                drops,
+                ack_drops,
+                marks,
+                min_rtt_ns,
+                srtt_ns,
+                base_rtt_ns,
+                transfers,
+                receiver_reverts,
+                receiver_returns
+            ]
+        ),
     )?;
+    let x = o.flow_trace;
+    d.set_item(
+        "flow_trace",
+        columns!(py, x, [time_ns, flow, conn, acked_bytes, snd_una, snd_nxt, cwnd, in_flight, unacked, rtt_ns, srtt_ns, rwnd]),
+    )?;
+    let x = o.transfers;
+    d.set_item("transfers", columns!(py, x, [flow, group, index, conn, size_bytes, request_ns, end_ns, retransmits, timeouts]))?;
+    let x = o.datagrams;
+    d.set_item("datagrams", columns!(py, x, [time_ns, flow, seq, size, delay_ns, ce]))?;
     Ok(d)
 }
 
 /// Run a scenario. `progress(fraction)` is called about every 1 % of simulated time.
 /// Returns a dict: `meta` (JSON text) and column dicts `packets`, `link_series`,
-/// `flow_series`, `flows`.
+/// `flow_series`, `flows`, `flow_trace`, `transfers`, `datagrams`.
 #[pyfunction]
-#[pyo3(signature = (text, format = "toml", overrides = Vec::new(), seed = None, progress = None))]
-fn run<'py>(py: Python<'py>, text: &str, format: &str, overrides: Vec<String>, seed: Option<u64>, progress: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
-    let sc = parse(text, format, &overrides, seed)?;
+#[pyo3(signature = (text, format = "toml", overrides = Vec::new(), seed = None, progress = None, base_dir = None))]
+fn run<'py>(
+    py: Python<'py>,
+    text: &str,
+    format: &str,
+    overrides: Vec<String>,
+    seed: Option<u64>,
+    progress: Option<Py<PyAny>>,
+    base_dir: Option<String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let sc = parse(text, format, &overrides, seed, base_dir.as_deref())?;
     let mut py_err: Option<PyErr> = None;
     let result = py.detach(|| {
         let mut cb = |frac: f64| -> bool {
@@ -136,12 +201,13 @@ fn emulate_bottleneck<'py>(
     spin_ns: Option<u64>,
     trace_ms: Option<Vec<u64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let sc = parse(text, format, &overrides, seed)?;
+    let sc = parse(text, format, &overrides, seed, None)?;
     let mut cfg = aqmemu::Config::from_scenario(&sc, aqmemu::FlowMap { base_port, flows }).map_err(ScenarioError::new_err)?;
     if let Some(ns) = spin_ns {
         cfg.spin = aqm::Duration::from_nanos(ns);
     }
-    if let Some(ms) = trace_ms {
+    // a trace given here, or the scenario's own `bottleneck.trace`
+    if let Some(ms) = trace_ms.or_else(|| sc.bottleneck.trace.as_ref().map(|t| t.ms.to_vec())) {
         cfg = cfg.with_trace(aqmemu::Trace::new(ms).map_err(ScenarioError::new_err)?);
     }
     let fds = aqmemu::Fds { senders: tun_senders, receivers: tun_receivers, control };
@@ -197,7 +263,10 @@ fn aqm_catalog() -> String {
 #[pyfunction]
 fn traffic_catalog() -> String {
     let tcp = serde_json::to_value(aqmsim::tcp::TcpConfig::default()).unwrap();
-    serde_json::json!({"kinds": aqmsim::scenario::TrafficSpec::KINDS, "tcp": tcp}).to_string()
+    let palermo = serde_json::to_value(aqmsim::tcp::PalermoParams::default()).unwrap();
+    let palermo_doc: serde_json::Map<String, serde_json::Value> =
+        aqmsim::tcp::PalermoParams::DOC.iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string()))).collect();
+    serde_json::json!({"kinds": aqmsim::scenario::TrafficSpec::KINDS, "tcp": tcp, "palermo": palermo, "palermo_doc": palermo_doc}).to_string()
 }
 
 #[pymodule]

@@ -11,6 +11,7 @@
 //! bit for bit.
 
 pub mod builtin;
+pub mod dist;
 pub mod event;
 pub mod link;
 pub mod overrides;
@@ -20,6 +21,7 @@ pub mod rng;
 pub mod scenario;
 pub mod sim;
 pub mod tcp;
+pub mod traffic;
 
 pub use aqm;
 pub use record::RunOutput;

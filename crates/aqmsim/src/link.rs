@@ -1,24 +1,187 @@
-//! A unidirectional link: an egress queue run by an AQM, a transmitter that
-//! serializes one packet at a time at the link rate, and a propagation pipe.
+//! A unidirectional link: an egress queue run by an AQM, a transmitter, and a
+//! propagation pipe.
+//!
+//! The transmitter either serializes one packet at a time at the link rate, which
+//! may follow a schedule of rate changes (Pan et al., PIE slides: 50 Mbps, then
+//! 10 Mbps), or follows a Mahimahi trace (Netravali et al., "Mahimahi: accurate
+//! record-and-replay for HTTP", USENIX ATC 2015): each line of the trace is a
+//! millisecond timestamp at which up to 1500 bytes may leave, and the trace repeats
+//! with the period of its last timestamp. As in Mahimahi's `LinkQueue`, an
+//! opportunity can carry several small packets, a packet can take its bytes from
+//! several opportunities, unused opportunities are lost, and a packet can only use
+//! opportunities after its arrival.
 //!
 //! Packets leave the pipe in the order they entered it (the delay is the same for
 //! all), so only the pipe's head needs an event: the FIFO fast path that keeps the
 //! event heap small.
 
 use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::Arc;
 
 use aqm::{Duration, Limit, Qdisc, Rate, Time};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 
 use crate::packet::Packet;
 use crate::rng::SimRng;
 
+/// Bytes one trace opportunity may carry (the issue's and Mahimahi's MTU-sized
+/// packet; Mahimahi's own constant is 1504, the largest TUN payload).
+pub const TRACE_BYTES: u32 = 1500;
+
+const MS: u64 = 1_000_000;
+
+/// A Mahimahi trace: opportunity times in ms within one period, non-decreasing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkTrace {
+    /// The file it came from (absolute after parsing), or None if given inline.
+    pub file: Option<String>,
+    pub ms: Arc<Vec<u64>>,
+}
+
+impl LinkTrace {
+    /// Parse Mahimahi's format: one non-negative integer per line, non-decreasing,
+    /// the last one positive (Mahimahi `LinkQueue`'s checks).
+    pub fn from_text(text: &str) -> Result<Vec<u64>, String> {
+        let mut v = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() {
+                if text.lines().skip(i).all(|l| l.trim().is_empty()) {
+                    break; // trailing blank lines
+                }
+                return Err(format!("line {}: empty line", i + 1));
+            }
+            let ms: u64 = line.parse().map_err(|_| format!("line {}: \"{line}\" is not a whole number of milliseconds", i + 1))?;
+            if v.last().is_some_and(|&l| ms < l) {
+                return Err(format!("line {}: {ms} ms is before the previous line: timestamps must not decrease", i + 1));
+            }
+            v.push(ms);
+        }
+        Self::check(&v)?;
+        Ok(v)
+    }
+
+    fn check(v: &[u64]) -> Result<(), String> {
+        if v.is_empty() {
+            return Err("no timestamps".into());
+        }
+        if v.windows(2).any(|w| w[1] < w[0]) {
+            return Err("timestamps must not decrease".into());
+        }
+        if *v.last().unwrap() == 0 {
+            return Err("the trace must last a nonzero time (its last timestamp is 0)".into());
+        }
+        Ok(())
+    }
+
+    /// From a scenario value: `"file.trace"`, `{ file = "file.trace" }`, or
+    /// `{ ms = [1, 2, 3] }`. Errors are (dotted path, message).
+    pub fn parse(path: &str, v: toml::Value, base_dir: Option<&Path>) -> Result<LinkTrace, (String, String)> {
+        let file_err = |m: String| (format!("{path}.file"), m);
+        let load = |name: &str| -> Result<LinkTrace, (String, String)> {
+            let p = Path::new(name);
+            let full = match base_dir {
+                Some(b) if p.is_relative() => b.join(p),
+                _ => p.to_path_buf(),
+            };
+            let text = std::fs::read_to_string(&full).map_err(|e| file_err(format!("cannot read \"{}\": {e}", full.display())))?;
+            let ms = Self::from_text(&text).map_err(|m| file_err(format!("\"{}\": {m}", full.display())))?;
+            let abs = std::path::absolute(&full).unwrap_or(full);
+            Ok(LinkTrace { file: Some(abs.display().to_string()), ms: Arc::new(ms) })
+        };
+        match v {
+            toml::Value::String(name) => load(&name),
+            toml::Value::Table(mut t) => {
+                let out = match (t.remove("file"), t.remove("ms")) {
+                    (Some(toml::Value::String(name)), None) => load(&name)?,
+                    (None, Some(toml::Value::Array(a))) => {
+                        let ms = a
+                            .iter()
+                            .enumerate()
+                            .map(|(i, x)| match x {
+                                toml::Value::Integer(n) if *n >= 0 => Ok(*n as u64),
+                                other => Err((format!("{path}.ms[{i}]"), format!("expected a whole number of milliseconds, got {other}"))),
+                            })
+                            .collect::<Result<Vec<u64>, _>>()?;
+                        Self::check(&ms).map_err(|m| (format!("{path}.ms"), m))?;
+                        LinkTrace { file: None, ms: Arc::new(ms) }
+                    }
+                    (Some(other), None) => return Err(file_err(format!("expected a file name, got {other}"))),
+                    _ => return Err((path.to_string(), "expected a file name, { file = \"...\" } or { ms = [...] }".into())),
+                };
+                if let Some(k) = t.keys().next() {
+                    return Err((format!("{path}.{k}"), "unknown field, expected `file` or `ms`".into()));
+                }
+                Ok(out)
+            }
+            other => Err((path.to_string(), format!("expected a file name or a table, got {}", other.type_str()))),
+        }
+    }
+
+    pub fn period_ns(&self) -> u64 {
+        *self.ms.last().unwrap() * MS
+    }
+
+    /// The mean rate: every opportunity used by a full 1500-byte packet.
+    pub fn mean_rate(&self) -> Rate {
+        let bits = self.ms.len() as u128 * TRACE_BYTES as u128 * 8 * 1000;
+        Rate::from_bps((bits / *self.ms.last().unwrap() as u128) as u64)
+    }
+
+    /// Opportunities at times `<= t`.
+    pub fn count_upto(&self, t: Time) -> u64 {
+        let p = self.period_ns();
+        let (c, r) = (t.as_nanos() / p, t.as_nanos() % p);
+        c * self.ms.len() as u64 + self.ms.partition_point(|&m| m * MS <= r) as u64
+    }
+
+    /// The first opportunity strictly after `t`.
+    pub fn next_after(&self, t: Time) -> Time {
+        let p = self.period_ns();
+        let (c, r) = (t.as_nanos() / p, t.as_nanos() % p);
+        let i = self.ms.partition_point(|&m| m * MS <= r);
+        Time::from_nanos(if i < self.ms.len() { c * p + self.ms[i] * MS } else { (c + 1) * p + self.ms[0] * MS })
+    }
+}
+
+impl Serialize for LinkTrace {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(1))?;
+        match &self.file {
+            Some(f) => m.serialize_entry("file", f)?,
+            None => m.serialize_entry("ms", &*self.ms)?,
+        }
+        m.end()
+    }
+}
+
+/// How the transmitter takes packets from the queue.
+pub enum Shaper {
+    /// Serialize at `Link::rate`, with optional rate changes at given times.
+    Rate { steps: Vec<(Time, Rate)>, next: usize },
+    /// Mahimahi trace opportunities.
+    Trace {
+        trace: LinkTrace,
+        /// Bytes of the packet in transmission (`Link::in_tx`) still to send.
+        left: u32,
+        /// An opportunity event is scheduled.
+        pending: bool,
+        /// Opportunities that carried at least one byte.
+        used: u64,
+    },
+}
+
 pub struct Link {
     pub name: String,
+    /// The current rate (for a trace link: the trace's mean rate).
     pub rate: Rate,
     pub delay: Duration,
     pub limit: Limit,
     pub qdisc: Qdisc<Packet>,
     pub rng: SimRng,
+    pub shaper: Shaper,
     /// Index in the packet log, if this link's packet events are recorded.
     pub log: Option<u8>,
     /// Index in the link time series, if sampled.
@@ -33,6 +196,10 @@ pub struct Link {
     pub busy_ns: u64,
     pub tx_bytes: u64,
     pub tx_packets: u64,
+    /// Capacity offered so far by a rate link, in bit-nanoseconds / 1e9 (bits ×
+    /// 1e9), up to `cap_mark`.
+    cap_bitns: u128,
+    cap_mark: Time,
 }
 
 impl Link {
@@ -44,6 +211,7 @@ impl Link {
             limit,
             qdisc,
             rng,
+            shaper: Shaper::Rate { steps: Vec::new(), next: 0 },
             log: None,
             sampled: false,
             in_tx: None,
@@ -54,7 +222,24 @@ impl Link {
             busy_ns: 0,
             tx_bytes: 0,
             tx_packets: 0,
+            cap_bitns: 0,
+            cap_mark: Time::ZERO,
         }
+    }
+
+    pub fn with_schedule(mut self, steps: Vec<(Time, Rate)>) -> Link {
+        self.shaper = Shaper::Rate { steps, next: 0 };
+        self
+    }
+
+    pub fn with_trace(mut self, trace: LinkTrace) -> Link {
+        self.rate = trace.mean_rate();
+        self.shaper = Shaper::Trace { trace, left: 0, pending: false, used: 0 };
+        self
+    }
+
+    pub fn is_trace(&self) -> bool {
+        matches!(self.shaper, Shaper::Trace { .. })
     }
 
     /// Serialization time of `bytes`, exact over many packets: the fraction of a
@@ -66,12 +251,56 @@ impl Link {
         Duration::from_nanos((num / r) as u64)
     }
 
-    /// Time spent transmitting up to `now`, counting the packet in progress.
+    /// The time of the next scheduled rate change, if any.
+    pub fn next_step_at(&self) -> Option<Time> {
+        match &self.shaper {
+            Shaper::Rate { steps, next } => steps.get(*next).map(|s| s.0),
+            Shaper::Trace { .. } => None,
+        }
+    }
+
+    /// Apply the scheduled rate change due at `now`. A packet being serialized
+    /// finishes at the old rate; the next one starts at the new rate.
+    pub fn apply_step(&mut self, now: Time) {
+        let Shaper::Rate { steps, next } = &mut self.shaper else { return };
+        let Some(&(at, rate)) = steps.get(*next) else { return };
+        debug_assert_eq!(at, now);
+        *next += 1;
+        self.cap_bitns += self.rate.bps() as u128 * now.saturating_since(self.cap_mark).as_nanos() as u128;
+        self.cap_mark = now;
+        self.rate = rate;
+        self.tx_rem = 0;
+    }
+
+    /// Capacity offered up to `now`, in bits: the integral of the rate for a rate
+    /// link, full opportunities for a trace link.
+    pub fn capacity_bits(&self, now: Time) -> u128 {
+        match &self.shaper {
+            Shaper::Rate { .. } => {
+                (self.cap_bitns + self.rate.bps() as u128 * now.saturating_since(self.cap_mark).as_nanos() as u128) / 1_000_000_000
+            }
+            Shaper::Trace { trace, .. } => trace.count_upto(now) as u128 * TRACE_BYTES as u128 * 8,
+        }
+    }
+
+    /// Trace links: (opportunities offered up to `now`, opportunities used).
+    pub fn opportunities(&self, now: Time) -> (u64, u64) {
+        match &self.shaper {
+            Shaper::Rate { .. } => (0, 0),
+            Shaper::Trace { trace, used, .. } => (trace.count_upto(now), *used),
+        }
+    }
+
+    /// Time spent transmitting up to `now`, counting the packet in progress (rate
+    /// links; 0 for trace links, whose utilization counts opportunities).
     pub fn busy_until(&self, now: Time) -> u64 {
+        if self.is_trace() {
+            return 0;
+        }
         self.busy_ns + if self.in_tx.is_some() { now.saturating_since(self.tx_started).as_nanos() } else { 0 }
     }
 
-    /// Packets held by this link: queued, being serialized, or propagating.
+    /// Packets held by this link: queued, being transmitted, or propagating.
     pub fn in_flight(&self) -> u64 {
         self.qdisc.backlog().packets + self.in_tx.is_some() as u64 + self.pipe.len() as u64
     }
@@ -82,13 +311,57 @@ mod tests {
     use super::*;
     use aqm::AqmSpec;
 
+    fn link(rate: Rate) -> Link {
+        Link::new("x", rate, Duration::ZERO, Limit::packets(10), Qdisc::new(&AqmSpec::default(), Limit::packets(10)), crate::rng::stream(1, "x"))
+    }
+
     #[test]
     fn serialization_is_exact_over_many_packets() {
         // 1500 B at 3 Mbps: 4 ms; 1000 B at 3 Mbps: 2.6667 ms. Three 1000 B packets
         // take exactly 8 ms in total.
-        let mut l = Link::new("x", Rate::from_mbps(3), Duration::ZERO, Limit::packets(10), Qdisc::new(&AqmSpec::default(), Limit::packets(10)), crate::rng::stream(1, "x"));
+        let mut l = link(Rate::from_mbps(3));
         let total: u64 = (0..3).map(|_| l.tx_duration(1000).as_nanos()).sum();
         assert_eq!(total, 8_000_000);
         assert_eq!(l.tx_duration(1500), Duration::from_millis(4));
+    }
+
+    #[test]
+    fn a_rate_step_changes_serialization_and_offered_capacity() {
+        let mut l = link(Rate::from_mbps(50)).with_schedule(vec![(Time::from_secs(50), Rate::from_mbps(10))]);
+        assert_eq!(l.tx_duration(1500), Duration::from_micros(240));
+        assert_eq!(l.next_step_at(), Some(Time::from_secs(50)));
+        l.apply_step(Time::from_secs(50));
+        assert_eq!(l.next_step_at(), None);
+        assert_eq!(l.tx_duration(1500), Duration::from_micros(1200));
+        // 50 s at 50 Mbps + 10 s at 10 Mbps
+        assert_eq!(l.capacity_bits(Time::from_secs(60)), 50 * 50_000_000 + 10 * 10_000_000);
+    }
+
+    #[test]
+    fn trace_text_follows_mahimahi_s_rules() {
+        assert_eq!(LinkTrace::from_text("1\n1\n3\n10\n\n").unwrap(), vec![1, 1, 3, 10]);
+        assert!(LinkTrace::from_text("5\n3\n").unwrap_err().contains("line 2"));
+        assert!(LinkTrace::from_text("0\n0\n").unwrap_err().contains("nonzero"));
+        assert!(LinkTrace::from_text("1\n\n2\n").unwrap_err().contains("line 2"));
+        assert!(LinkTrace::from_text("1.5\n").unwrap_err().contains("line 1"));
+        assert!(LinkTrace::from_text("").is_err());
+    }
+
+    #[test]
+    fn trace_opportunities_repeat_with_the_period_of_the_last_line() {
+        let t = LinkTrace { file: None, ms: Arc::new(vec![1, 1, 3, 10]) };
+        // 4 opportunities per 10 ms: 4 * 1500 * 8 bits / 10 ms = 4.8 Mbps
+        assert_eq!(t.mean_rate().bps(), 4_800_000);
+        assert_eq!(t.count_upto(Time::ZERO), 0);
+        assert_eq!(t.count_upto(Time::from_millis(1)), 2);
+        assert_eq!(t.count_upto(Time::from_micros(2999)), 2);
+        assert_eq!(t.count_upto(Time::from_millis(10)), 4);
+        assert_eq!(t.count_upto(Time::from_millis(11)), 6);
+        assert_eq!(t.count_upto(Time::from_millis(1000)), 400);
+        assert_eq!(t.next_after(Time::ZERO), Time::from_millis(1));
+        assert_eq!(t.next_after(Time::from_millis(1)), Time::from_millis(3));
+        assert_eq!(t.next_after(Time::from_millis(3)), Time::from_millis(10));
+        assert_eq!(t.next_after(Time::from_millis(10)), Time::from_millis(11));
+        assert_eq!(t.next_after(Time::from_micros(10_500)), Time::from_millis(11));
     }
 }

@@ -43,7 +43,12 @@ pub fn apply(root: &mut toml::Value, assignment: &str) -> Result<(), ScenarioErr
             toml::Value::Table(t) => {
                 if last {
                     if *part == "kind" && t.get("kind").is_some_and(|old| *old != value) {
-                        t.clear();
+                        if parts.len() == 3 && parts[0] == "flows" {
+                            // a flow group keeps its name, count, start, stop and path
+                            t.retain(|k, _| crate::scenario::GROUP_COMMON_KEYS.contains(&k));
+                        } else {
+                            t.clear();
+                        }
                     }
                     t.insert(part.to_string(), value);
                     return Ok(());
@@ -105,6 +110,19 @@ mod tests {
         let mut d = doc();
         apply(&mut d, "bottleneck.aqm.kind=pie").unwrap();
         assert_eq!(d["bottleneck"]["aqm"]["target"].as_str(), Some("20ms"));
+    }
+
+    #[test]
+    fn a_new_flow_kind_keeps_the_group_s_common_fields() {
+        let mut d = doc();
+        apply(&mut d, "flows.0.tcp.cc=reno").unwrap();
+        apply(&mut d, "flows.0.kind=bulk").unwrap();
+        apply(&mut d, "flows.0.kind=cbr").unwrap();
+        let g = d["flows"][0].as_table().unwrap();
+        assert_eq!(g["name"].as_str(), Some("a"));
+        assert_eq!(g["count"].as_integer(), Some(1));
+        assert_eq!(g["kind"].as_str(), Some("cbr"));
+        assert!(!g.contains_key("tcp"), "the old kind's settings are gone");
     }
 
     #[test]

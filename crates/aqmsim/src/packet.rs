@@ -63,6 +63,9 @@ pub struct Packet {
     /// Unique per run, in creation order.
     pub uid: u64,
     pub flow: u32,
+    /// The flow's connection that sent it: a flow that opens a new connection per
+    /// download discards what arrives for an earlier one.
+    pub conn: u32,
     pub kind: Kind,
     /// Index of the next link on the packet's path.
     pub hop: u8,
@@ -81,8 +84,11 @@ pub struct Packet {
     /// ACK: receive window advertised, in bytes.
     pub rwnd: u64,
     pub sack: SackBlocks,
-    /// When the endpoint sent it.
+    /// When the endpoint sent it (also the TCP timestamp value, RFC 7323).
     pub sent_at: Time,
+    /// Data: the timestamp echoed (TSecr, RFC 7323 §3: `sent_at` of the newest ACK
+    /// the sender had), in ns; 0 = none. Lets the receiver measure the RTT.
+    pub ts_echo: u64,
 }
 
 impl Packet {
@@ -90,6 +96,7 @@ impl Packet {
         Packet {
             uid,
             flow,
+            conn: 0,
             kind,
             hop: 0,
             ecn: Ecn::NotEct,
@@ -102,6 +109,7 @@ impl Packet {
             rwnd: 0,
             sack: SackBlocks::default(),
             sent_at: now,
+            ts_echo: 0,
         }
     }
 }

@@ -63,8 +63,15 @@ pub struct LinkSeries {
     pub time_ns: Vec<u64>,
     /// Index into [`RunOutput::links`].
     pub link: Vec<u8>,
+    /// Capacity offered in the interval, averaged over it: the rate (time-weighted
+    /// across scheduled changes), or full trace opportunities for a trace link.
     pub capacity_bps: Vec<u64>,
+    /// Time spent transmitting (rate links; 0 for trace links).
     pub busy_ns: Vec<u64>,
+    /// Trace links: delivery opportunities in the interval, and those that carried
+    /// at least one byte (0 and 0 for rate links).
+    pub opportunities: Vec<u64>,
+    pub opportunities_used: Vec<u64>,
     pub tx_bytes: Vec<u64>,
     pub tx_packets: Vec<u64>,
     pub arrivals: Vec<u64>,
@@ -80,7 +87,7 @@ pub struct LinkSeries {
     pub aqm_delay_ns: Vec<i64>,
 }
 
-/// One row per TCP flow per interval.
+/// One row per flow per interval (TCP fields are NaN / -1 / 0 for UDP flows).
 #[derive(Default, Debug)]
 pub struct FlowSeries {
     pub time_ns: Vec<u64>,
@@ -101,6 +108,66 @@ pub struct FlowSeries {
     pub retransmits: Vec<u64>,
     /// 0 open, 1 recovery, 2 loss (after a timeout), 3 cwr (reducing after ECN-Echo).
     pub ca_state: Vec<u8>,
+    /// The receiver's latest advertised window in bytes (-1: unlimited).
+    pub rwnd: Vec<i64>,
+    /// Palermo-like receivers' mode: 0 none (DRS receiver, UDP), 1 start-up,
+    /// 2 steady, 3 DRS behaviour, 4 base-RTT probe.
+    pub receiver_mode: Vec<u8>,
+}
+
+/// One row per ACK arriving at a traced sender (`record.flow_trace`): the
+/// per-connection sequence, RTT and in-flight traces of Popovsky Figs. 2-4.
+#[derive(Default, Debug)]
+pub struct FlowTrace {
+    pub time_ns: Vec<u64>,
+    pub flow: Vec<u32>,
+    /// The connection of the flow (downloads on new connections count up).
+    pub conn: Vec<u32>,
+    /// Payload bytes cumulatively acknowledged on this connection.
+    pub acked_bytes: Vec<u64>,
+    pub snd_una: Vec<u64>,
+    pub snd_nxt: Vec<u64>,
+    pub cwnd: Vec<f64>,
+    /// RFC 6675 pipe (segments) after the ACK.
+    pub in_flight: Vec<u64>,
+    /// Segments sent and not cumulatively acknowledged.
+    pub unacked: Vec<u64>,
+    /// The RTT sample of this ACK, if it gave one (-1 otherwise).
+    pub rtt_ns: Vec<i64>,
+    pub srtt_ns: Vec<i64>,
+    /// The window advertised in the ACK (-1: unlimited).
+    pub rwnd: Vec<i64>,
+}
+
+/// One row per download or transfer (`transfers.parquet`).
+#[derive(Default, Debug)]
+pub struct TransferLog {
+    pub flow: Vec<u32>,
+    pub group: Vec<u16>,
+    /// The download's number within its flow, from 0.
+    pub index: Vec<u32>,
+    pub conn: Vec<u32>,
+    pub size_bytes: Vec<u64>,
+    /// When the client asked for it (the connection's start when each download opens one).
+    pub request_ns: Vec<u64>,
+    /// When its last byte was delivered to the client (-1: not finished).
+    pub end_ns: Vec<i64>,
+    /// Retransmissions and timeouts of the sender while it ran (-1: not finished).
+    pub retransmits: Vec<i64>,
+    pub timeouts: Vec<i64>,
+}
+
+/// One row per UDP datagram received (`datagrams.parquet`).
+#[derive(Default, Debug)]
+pub struct DatagramLog {
+    pub time_ns: Vec<u64>,
+    pub flow: Vec<u32>,
+    /// Datagram number within its flow, from 0.
+    pub seq: Vec<u64>,
+    pub size: Vec<u32>,
+    /// Arrival time minus sending time.
+    pub delay_ns: Vec<u64>,
+    pub ce: Vec<bool>,
 }
 
 /// One row per flow at the end of the run.
@@ -124,6 +191,11 @@ pub struct FlowTable {
     pub min_rtt_ns: Vec<i64>,
     pub srtt_ns: Vec<i64>,
     pub base_rtt_ns: Vec<u64>,
+    /// Downloads or transfers completed (files, web, transfer).
+    pub transfers: Vec<u32>,
+    /// Palermo receivers: reverts to DRS and returns (0 for others).
+    pub receiver_reverts: Vec<u32>,
+    pub receiver_returns: Vec<u32>,
 }
 
 /// Static description and final counters of a link.
@@ -144,7 +216,15 @@ pub struct GroupInfo {
     pub kind: String,
     pub count: u32,
     pub cc: Option<String>,
+    pub receiver: Option<String>,
     pub base_rtt_ns: u64,
+    /// The first flow id of the group (its flows are consecutive).
+    pub first_flow: u32,
+    /// Files and web: the distinct file sizes when the sizes come from a list.
+    pub sizes: Option<Vec<u64>>,
+    /// CBR: the sending rate and datagram size.
+    pub rate_bps: Option<u64>,
+    pub packet_size: Option<u32>,
 }
 
 /// Packet conservation, checked at the end of every run.
@@ -180,4 +260,7 @@ pub struct RunOutput {
     pub link_series: LinkSeries,
     pub flow_series: FlowSeries,
     pub flows: FlowTable,
+    pub flow_trace: FlowTrace,
+    pub transfers: TransferLog,
+    pub datagrams: DatagramLog,
 }

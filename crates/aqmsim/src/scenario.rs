@@ -10,10 +10,14 @@
 
 use std::fmt;
 
-use aqm::{AqmSpec, Duration, QueueLimit, Rate};
-use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
+use std::path::Path;
+
+use aqm::{AqmSpec, Bytes, Duration, QueueLimit, Rate};
+use serde::de::{self, DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 
+use crate::dist::{ParetoSize, SizeDist, TimeDist};
+use crate::link::LinkTrace;
 use crate::tcp::TcpConfig;
 
 /// A scenario error: the dotted path of the field and what is wrong with it.
@@ -74,52 +78,32 @@ impl Default for StartSpec {
 
 impl Serialize for StartSpec {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        match self {
-            StartSpec::At(d) => d.serialize(s),
-            StartSpec::Uniform(a, b) => {
-                let mut m = s.serialize_map(Some(1))?;
-                m.serialize_entry("uniform", &[a, b])?;
-                m.end()
-            }
+        match *self {
+            StartSpec::At(d) => TimeDist::Fixed(d).serialize(s),
+            StartSpec::Uniform(a, b) => TimeDist::Uniform(a, b).serialize(s),
         }
     }
 }
 
 impl<'de> Deserialize<'de> for StartSpec {
+    /// The forms of a bounded [`TimeDist`]: a time, or `{ uniform = [a, b] }`.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = StartSpec;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a time such as \"0s\", or { uniform = [\"0s\", \"1s\"] }")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<StartSpec, E> {
-                v.parse::<Duration>().map(StartSpec::At).map_err(E::custom)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<StartSpec, A::Error> {
-                let mut out = None;
-                while let Some(k) = m.next_key::<String>()? {
-                    if k != "uniform" {
-                        return Err(de::Error::unknown_field(&k, &["uniform"]));
-                    }
-                    let [a, b]: [Duration; 2] = m.next_value()?;
-                    if a > b {
-                        return Err(de::Error::custom(format!("uniform: the interval [{a}, {b}] is empty (from > to)")));
-                    }
-                    out = Some(StartSpec::Uniform(a, b));
-                }
-                out.ok_or_else(|| de::Error::missing_field("uniform"))
-            }
+        match TimeDist::deserialize(d)? {
+            TimeDist::Fixed(t) => Ok(StartSpec::At(t)),
+            TimeDist::Uniform(a, b) => Ok(StartSpec::Uniform(a, b)),
+            TimeDist::Exponential(_) => Err(de::Error::custom("a start time is a time or { uniform = [from, to] }, not a distribution without bounds")),
         }
-        d.deserialize_any(V)
     }
 }
 
-/// The bottleneck link of the dumbbell (Kuhn & Ros, MADPIE Fig. 1: R1 -> R2).
+/// The bottleneck link of the dumbbell (Kuhn & Ros, MADPIE Fig. 1: R1 -> R2), and the
+/// reverse bottleneck R2 -> R1 that the ACKs cross.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BottleneckSpec {
+    /// The rate (required, except with a `trace`, where it defaults to the trace's
+    /// mean rate and only sizes `bdp` buffers and informs AQMs of the link rate).
+    #[serde(default)]
     pub rate: Rate,
     /// One-way propagation delay.
     pub delay: Duration,
@@ -129,10 +113,44 @@ pub struct BottleneckSpec {
     /// The AQM on the bottleneck queue (default: DropTail).
     #[serde(skip_deserializing)]
     pub aqm: AqmSpec,
-    /// Buffer of the reverse direction (ACKs), default: the same as `buffer`. The
-    /// reverse queue is DropTail.
+    /// Rate changes over time (Pan et al., PIE slides: 50 Mbps, then 10 Mbps at 50 s).
+    /// A packet already being serialized finishes at the old rate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schedule: Vec<RateStep>,
+    /// A trace-driven link in Mahimahi's format: each line a millisecond timestamp at
+    /// which one 1500-byte packet may leave; the trace repeats. Parsed by hand.
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<LinkTrace>,
+    /// Buffer of the reverse direction (ACKs), default: the same as `buffer`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reverse_buffer: Option<QueueLimit>,
+    /// Rate of the reverse direction, default: the same as `rate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse_rate: Option<Rate>,
+    /// One-way delay of the reverse direction, default: the same as `delay`
+    /// (Popovsky §2: "a NETEM delay of 70ms in the upstream path").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse_delay: Option<Duration>,
+    /// The AQM of the reverse queue (default: DropTail).
+    #[serde(skip_deserializing)]
+    pub reverse_aqm: AqmSpec,
+}
+
+impl BottleneckSpec {
+    pub fn rev_rate(&self) -> Rate {
+        self.reverse_rate.unwrap_or(self.rate)
+    }
+    pub fn rev_delay(&self) -> Duration {
+        self.reverse_delay.unwrap_or(self.delay)
+    }
+}
+
+/// One step of a capacity schedule: from `at` on, the link runs at `rate`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateStep {
+    pub at: Duration,
+    pub rate: Rate,
 }
 
 /// Access links between hosts and routers (Kuhn & Ros Fig. 1: 100 Mbps, 1 ms).
@@ -163,12 +181,32 @@ pub struct RecordSpec {
     pub interval: Duration,
     /// Per-flow rows in the time series (cwnd, RTT, in-flight, delivered).
     pub flow_series: bool,
+    /// Flows whose every ACK is recorded (sequence, cwnd, RTT, in flight; Popovsky
+    /// Figs. 2-4): flow ids, or group names for all the flows of a group.
+    pub flow_trace: Vec<FlowSel>,
+    /// One row per UDP datagram received, with its one-way delay (`datagrams.parquet`).
+    pub datagrams: bool,
 }
 
 impl Default for RecordSpec {
     fn default() -> Self {
-        RecordSpec { packets: true, links: vec!["bottleneck".into()], interval: Duration::from_millis(100), flow_series: true }
+        RecordSpec {
+            packets: true,
+            links: vec!["bottleneck".into()],
+            interval: Duration::from_millis(100),
+            flow_series: true,
+            flow_trace: Vec::new(),
+            datagrams: true,
+        }
     }
+}
+
+/// A flow by its id, or every flow of a group by the group's name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FlowSel {
+    Id(u32),
+    Group(String),
 }
 
 /// How headline figures are computed from the records.
@@ -199,10 +237,45 @@ pub struct GroupCommon {
     pub count: u32,
     #[serde(default)]
     pub start: StartSpec,
+    /// When the group's flows stop: bulk senders stop writing new data (what is
+    /// written is still delivered), CBR sources fall silent, downloaders make no new
+    /// requests (Jou, Tan & Baras §V: 20 FTP flows "arrive at time 100s and leave
+    /// at time 300s").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Duration>,
+    /// The group's own path delays.
+    #[serde(default)]
+    pub path: PathSpec,
 }
+
+pub const GROUP_COMMON_KEYS: &[&str] = &["name", "count", "start", "stop", "path"];
 
 fn one() -> u32 {
     1
+}
+
+/// Delays of a group's own path. Groups with different paths share the bottleneck
+/// (Kuhn & Ros §V, Fig. 9: senders 1 ms or 201 ms from R1, so base RTTs of 100 ms
+/// and 500 ms).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PathSpec {
+    /// One-way delay of the senders' access links, both directions (default:
+    /// `access.delay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_delay: Option<Duration>,
+    /// One-way delay of the receivers' access links, both directions (default:
+    /// `access.delay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_delay: Option<Duration>,
+    /// Extra one-way delay on the return path only (receiver to sender).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub return_delay: Option<Duration>,
+    /// Extra one-way delay of each flow, drawn once per flow and added in both
+    /// directions: a fixed time or { uniform = [a, b] } (Jou, Tan & Baras §II: web
+    /// round-trip propagation delays uniform in (16, 240) ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_delay: Option<TimeDist>,
 }
 
 /// Long-lived TCP transfers that always have data to send.
@@ -213,25 +286,153 @@ pub struct BulkSpec {
     pub tcp: TcpConfig,
 }
 
+/// Constant-bit-rate UDP: one datagram of `packet_size` bytes every
+/// `packet_size * 8 / rate` seconds, exactly (Kuhn & Ros §IV-A: VoIP-like 87 kbps of
+/// 218-byte packets; Pan et al.: unresponsive 6 Mbps flows).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CbrSpec {
+    /// The sending rate, counting whole datagrams (IP + UDP headers included).
+    pub rate: Rate,
+    /// Bytes on the wire per datagram, headers included (Pan et al.'s lab: 1.5 KB).
+    #[serde(default = "mtu")]
+    pub packet_size: Bytes,
+    /// Send datagrams ECN-capable (ECT(0)); an AQM then marks them instead of dropping.
+    #[serde(default)]
+    pub ecn: bool,
+}
+
+fn mtu() -> Bytes {
+    Bytes(1500)
+}
+
+/// How repeated downloads use TCP connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Connection {
+    /// A new connection per download (its own handshake when `tcp.handshake` is on,
+    /// a fresh congestion window).
+    #[default]
+    New,
+    /// One connection per client, reused (HTTP/1.1 persistent connections): the
+    /// window carries over, subject to `tcp.slow_start_after_idle`.
+    Persistent,
+}
+
+/// Repeated downloads: a client asks for a file, receives it, thinks, asks again.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DownloadSpec {
+    /// File sizes.
+    pub sizes: SizeDist,
+    /// Think time between the end of one download and the next request.
+    pub think: TimeDist,
+    pub connection: Connection,
+    pub tcp: TcpConfig,
+}
+
+/// `files`: Kuhn & Ros §IV-A's small-file downloads by default.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilesIn {
+    #[serde(default = "files_sizes")]
+    sizes: SizeDist,
+    #[serde(default = "files_think")]
+    think: TimeDist,
+    #[serde(default)]
+    connection: Connection,
+    #[serde(default)]
+    tcp: TcpConfig,
+}
+
+/// Kuhn & Ros §IV-A: "files of S kB (S in {15; 44; 73; 102})".
+fn files_sizes() -> SizeDist {
+    SizeDist::Choice([15_000, 44_000, 73_000, 102_000].map(Bytes).to_vec())
+}
+/// Kuhn & Ros §IV-A: "an exponential law of mean 9.5 s".
+fn files_think() -> TimeDist {
+    TimeDist::Exponential(Duration::from_millis(9_500))
+}
+
+/// `web`: Jou, Tan & Baras §II's web clients by default.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebIn {
+    #[serde(default = "web_sizes")]
+    sizes: SizeDist,
+    #[serde(default = "web_think")]
+    think: TimeDist,
+    #[serde(default = "persistent")]
+    connection: Connection,
+    #[serde(default)]
+    tcp: TcpConfig,
+}
+
+/// Jou, Tan & Baras §II: "a Pareto file size distribution with parameters
+/// (Kp = 2.3 Kbytes, alpha = 1.3) (mean 10 Kbytes)".
+fn web_sizes() -> SizeDist {
+    SizeDist::Pareto(ParetoSize { scale: Bytes(2_300), shape: 1.3, max: None })
+}
+/// Jou, Tan & Baras §II: "a think time of Exponential distribution with mean 50s".
+fn web_think() -> TimeDist {
+    TimeDist::Exponential(Duration::from_secs(50))
+}
+/// Jou, Tan & Baras §II: "running HTTP 1.1 protocol": persistent connections.
+fn persistent() -> Connection {
+    Connection::Persistent
+}
+
+impl From<FilesIn> for DownloadSpec {
+    fn from(f: FilesIn) -> Self {
+        DownloadSpec { sizes: f.sizes, think: f.think, connection: f.connection, tcp: f.tcp }
+    }
+}
+impl From<WebIn> for DownloadSpec {
+    fn from(f: WebIn) -> Self {
+        DownloadSpec { sizes: f.sizes, think: f.think, connection: f.connection, tcp: f.tcp }
+    }
+}
+
+/// One TCP transfer of `size` bytes per flow, starting at the group's start time
+/// (Popovsky §3: late-arriving connections of 3 KB to 18 MB).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransferSpec {
+    pub size: Bytes,
+    #[serde(default)]
+    pub tcp: TcpConfig,
+}
+
 /// The traffic of a flow group, tagged by `kind`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TrafficSpec {
     Bulk(BulkSpec),
+    Cbr(CbrSpec),
+    Files(DownloadSpec),
+    Web(DownloadSpec),
+    Transfer(TransferSpec),
 }
 
 impl TrafficSpec {
-    pub const KINDS: &'static [&'static str] = &["bulk"];
+    pub const KINDS: &'static [&'static str] = &["bulk", "cbr", "files", "web", "transfer"];
 
     pub fn kind(&self) -> &'static str {
         match self {
             TrafficSpec::Bulk(_) => "bulk",
+            TrafficSpec::Cbr(_) => "cbr",
+            TrafficSpec::Files(_) => "files",
+            TrafficSpec::Web(_) => "web",
+            TrafficSpec::Transfer(_) => "transfer",
         }
     }
 
     fn parse(prefix: &str, kind: &str, rest: toml::Value) -> Result<TrafficSpec, ScenarioError> {
         let spec = match kind {
             "bulk" => TrafficSpec::Bulk(de_at(prefix, rest)?),
+            "cbr" => TrafficSpec::Cbr(de_at(prefix, rest)?),
+            "files" => TrafficSpec::Files(de_at::<FilesIn>(prefix, rest)?.into()),
+            "web" => TrafficSpec::Web(de_at::<WebIn>(prefix, rest)?.into()),
+            "transfer" => TrafficSpec::Transfer(de_at(prefix, rest)?),
             other => {
                 return Err(err(
                     format!("{prefix}.kind"),
@@ -239,8 +440,23 @@ impl TrafficSpec {
                 ))
             }
         };
+        if let Some(tcp) = spec.tcp() {
+            tcp.validate().map_err(|m| validation_error(&format!("{prefix}.tcp"), &m))?;
+        }
         match &spec {
-            TrafficSpec::Bulk(b) => b.tcp.validate().map_err(|m| validation_error(&format!("{prefix}.tcp"), &m))?,
+            TrafficSpec::Cbr(c) => {
+                if c.rate.bps() == 0 {
+                    return Err(err(format!("{prefix}.rate"), "must be greater than zero"));
+                }
+                if c.packet_size.0 <= UDP_HEADER as u64 || c.packet_size.0 > 65_535 {
+                    return Err(err(format!("{prefix}.packet_size"), format!("must be between 29B and 65535B (28 bytes are IPv4 + UDP headers), got {}", c.packet_size)));
+                }
+            }
+            TrafficSpec::Files(d) | TrafficSpec::Web(d) => {
+                d.sizes.validate().map_err(|m| validation_error(&format!("{prefix}.sizes"), &m))?;
+            }
+            TrafficSpec::Transfer(t) if t.size.0 == 0 => return Err(err(format!("{prefix}.size"), "must be greater than zero")),
+            _ => {}
         }
         Ok(spec)
     }
@@ -248,9 +464,15 @@ impl TrafficSpec {
     pub fn tcp(&self) -> Option<&TcpConfig> {
         match self {
             TrafficSpec::Bulk(b) => Some(&b.tcp),
+            TrafficSpec::Files(d) | TrafficSpec::Web(d) => Some(&d.tcp),
+            TrafficSpec::Transfer(t) => Some(&t.tcp),
+            TrafficSpec::Cbr(_) => None,
         }
     }
 }
+
+/// IPv4 (20 B) + UDP (8 B) headers of a CBR datagram.
+pub const UDP_HEADER: u32 = 28;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FlowGroupSpec {
@@ -344,8 +566,8 @@ fn parse_group(path: &str, v: toml::Value) -> Result<FlowGroupSpec, ScenarioErro
     let mut t = take_table(v, path)?;
     let kind = take_kind(&mut t, path, Some("bulk"))?;
     let mut common = toml::Table::new();
-    for key in ["name", "count", "start"] {
-        if let Some(x) = t.remove(key) {
+    for key in GROUP_COMMON_KEYS {
+        if let Some(x) = t.remove(*key) {
             common.insert(key.to_string(), x);
         }
     }
@@ -356,38 +578,67 @@ fn parse_group(path: &str, v: toml::Value) -> Result<FlowGroupSpec, ScenarioErro
     if common.count == 0 {
         return Err(err(format!("{path}.count"), "must be at least 1, got 0"));
     }
+    if let Some(TimeDist::Exponential(_)) = common.path.flow_delay {
+        return Err(err(format!("{path}.path.flow_delay"), "must be bounded: a fixed time or { uniform = [a, b] }"));
+    }
+    // `receiver = "palermo"` is shorthand for `receiver = { kind = "palermo" }`.
+    if let Some(toml::Value::Table(tcp)) = t.get_mut("tcp") {
+        if let Some(toml::Value::String(k)) = tcp.get("receiver") {
+            let k = k.clone();
+            tcp.insert("receiver".into(), toml::Value::Table(toml::Table::from_iter([("kind".to_string(), toml::Value::String(k))])));
+        }
+    }
     let traffic = TrafficSpec::parse(path, &kind, toml::Value::Table(t))?;
     Ok(FlowGroupSpec { common, traffic })
 }
 
 impl Scenario {
-    /// Parse a scenario from TOML text, after applying `--set` overrides.
+    /// Parse a scenario from TOML text, after applying `--set` overrides. Relative
+    /// file names in it (link traces) are taken from the current directory.
     pub fn from_toml(text: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+        Self::from_toml_in(text, overrides, None)
+    }
+
+    /// As [`Scenario::from_toml`], with relative file names taken from `base_dir`
+    /// (the folder of the scenario file).
+    pub fn from_toml_in(text: &str, overrides: &[String], base_dir: Option<&Path>) -> Result<Scenario, ScenarioError> {
         let v: toml::Value = toml::from_str::<toml::Table>(text)
             .map(toml::Value::Table)
             .map_err(|e| err("", format!("not valid TOML: {}", clean_message(&e.to_string()))))?;
-        Self::from_value(v, overrides)
+        Self::from_value(v, overrides, base_dir)
     }
 
     /// Parse a scenario from JSON text (the Python API's dicts).
     pub fn from_json(text: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
-        let j: serde_json::Value = serde_json::from_str(text).map_err(|e| err("", format!("not valid JSON: {e}")))?;
-        let v = json_to_toml(j, "")?;
-        Self::from_value(v, overrides)
+        Self::from_json_in(text, overrides, None)
     }
 
-    pub fn from_value(mut v: toml::Value, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+    pub fn from_json_in(text: &str, overrides: &[String], base_dir: Option<&Path>) -> Result<Scenario, ScenarioError> {
+        let j: serde_json::Value = serde_json::from_str(text).map_err(|e| err("", format!("not valid JSON: {e}")))?;
+        let v = json_to_toml(j, "")?;
+        Self::from_value(v, overrides, base_dir)
+    }
+
+    pub fn from_value(mut v: toml::Value, overrides: &[String], base_dir: Option<&Path>) -> Result<Scenario, ScenarioError> {
         for o in overrides {
             crate::overrides::apply(&mut v, o)?;
         }
         let mut root = take_table(v, "")?;
         let flows_v = root.remove("flows");
-        let aqm_v = match root.get_mut("bottleneck") {
-            Some(toml::Value::Table(b)) => b.remove("aqm"),
-            _ => None,
+        let (aqm_v, rev_aqm_v, trace_v) = match root.get_mut("bottleneck") {
+            Some(toml::Value::Table(b)) => (b.remove("aqm"), b.remove("reverse_aqm"), b.remove("trace")),
+            _ => (None, None, None),
         };
         let mut sc: Scenario = de_at("", toml::Value::Table(root))?;
         sc.bottleneck.aqm = parse_aqm("bottleneck.aqm", aqm_v)?;
+        sc.bottleneck.reverse_aqm = parse_aqm("bottleneck.reverse_aqm", rev_aqm_v)?;
+        if let Some(t) = trace_v {
+            let trace = LinkTrace::parse("bottleneck.trace", t, base_dir).map_err(|(path, m)| err(path, m))?;
+            if sc.bottleneck.rate.bps() == 0 {
+                sc.bottleneck.rate = trace.mean_rate();
+            }
+            sc.bottleneck.trace = Some(trace);
+        }
         let flows = match flows_v {
             Some(toml::Value::Array(a)) => a,
             Some(other) => return Err(err("flows", format!("expected an array of tables ([[flows]]), got {}", other.type_str()))),
@@ -407,8 +658,29 @@ impl Scenario {
         if self.duration.is_zero() {
             return Err(err("duration", "must be greater than zero"));
         }
-        if self.bottleneck.rate.bps() == 0 {
-            return Err(err("bottleneck.rate", "must be greater than zero"));
+        let b = &self.bottleneck;
+        if b.rate.bps() == 0 {
+            return Err(err("bottleneck.rate", "missing or zero: a bottleneck needs a rate (or a trace)"));
+        }
+        if b.reverse_rate.is_some_and(|r| r.bps() == 0) {
+            return Err(err("bottleneck.reverse_rate", "must be greater than zero"));
+        }
+        if b.trace.is_some() && !b.schedule.is_empty() {
+            return Err(err("bottleneck.schedule", "a trace-driven link has no rate schedule (the trace sets the capacity)"));
+        }
+        let mut last = None;
+        for (i, step) in b.schedule.iter().enumerate() {
+            let p = format!("bottleneck.schedule[{i}]");
+            if step.rate.bps() == 0 {
+                return Err(err(format!("{p}.rate"), "must be greater than zero"));
+            }
+            if last.is_some_and(|t| step.at <= t) {
+                return Err(err(format!("{p}.at"), format!("{} is not after the previous step's time: steps must be in time order", step.at)));
+            }
+            if step.at >= self.duration {
+                return Err(err(format!("{p}.at"), format!("{} is not before the end of the run ({})", step.at, self.duration)));
+            }
+            last = Some(step.at);
         }
         if self.access.rate.bps() == 0 {
             return Err(err("access.rate", "must be greater than zero"));
@@ -430,6 +702,26 @@ impl Scenario {
             if latest >= self.duration {
                 return Err(err(format!("flows[{i}].start"), format!("{latest} is not before the end of the run ({})", self.duration)));
             }
+            if let Some(stop) = g.common.stop {
+                if stop <= latest {
+                    return Err(err(format!("flows[{i}].stop"), format!("{stop} is not after the group's latest start ({latest})")));
+                }
+            }
+        }
+        let nflows: u64 = self.flows.iter().map(|g| g.common.count as u64).sum();
+        if nflows > u32::MAX as u64 / 2 {
+            return Err(err("flows", format!("{nflows} flows are too many")));
+        }
+        for (i, sel) in self.record.flow_trace.iter().enumerate() {
+            match sel {
+                FlowSel::Id(id) if *id as u64 >= nflows => {
+                    return Err(err(format!("record.flow_trace[{i}]"), format!("flow {id} does not exist (the scenario has {nflows} flows, numbered from 0)")));
+                }
+                FlowSel::Group(name) if !self.flows.iter().any(|g| &g.common.name == name) => {
+                    return Err(err(format!("record.flow_trace[{i}]"), format!("no flow group is named \"{name}\"")));
+                }
+                _ => {}
+            }
         }
         for l in &self.record.links {
             if !["bottleneck", "bottleneck_rev"].contains(&l.as_str()) {
@@ -447,10 +739,29 @@ impl Scenario {
         Ok(())
     }
 
-    /// Base (propagation-only) round-trip time of a flow group's path.
-    pub fn base_rtt(&self, _group: usize) -> Duration {
-        let one_way = self.access.delay + self.bottleneck.delay + self.access.delay;
-        one_way + one_way
+    /// One-way delays of a group's path, without the per-flow extra delay:
+    /// (forward, return).
+    pub fn path_delays(&self, group: usize) -> (Duration, Duration) {
+        let p = &self.flows[group].common.path;
+        let snd = p.sender_delay.unwrap_or(self.access.delay);
+        let rcv = p.receiver_delay.unwrap_or(self.access.delay);
+        let fwd = snd + self.bottleneck.delay + rcv;
+        let rev = rcv + p.return_delay.unwrap_or(Duration::ZERO) + self.bottleneck.rev_delay() + snd;
+        (fwd, rev)
+    }
+
+    /// Base (propagation-only) round-trip time of a flow group's path; with a
+    /// per-flow delay, the largest a flow of the group can have.
+    pub fn base_rtt(&self, group: usize) -> Duration {
+        let (fwd, rev) = self.path_delays(group);
+        let extra = self.flows[group].common.path.flow_delay.as_ref().and_then(TimeDist::max).unwrap_or(Duration::ZERO);
+        fwd + rev + extra + extra
+    }
+
+    /// Flow ids of each group, in order: group g's flows follow group g-1's.
+    pub fn flow_ids(&self, group: usize) -> std::ops::Range<u32> {
+        let first: u32 = self.flows[..group].iter().map(|g| g.common.count).sum();
+        first..first + self.flows[group].common.count
     }
 
     /// The bandwidth-delay product that `bdp` buffers refer to: the bottleneck rate

@@ -11,18 +11,21 @@
 //! Each group has its own access links; all groups share the bottleneck in each
 //! direction.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use aqm::{AqmSpec, Ctx, Dropped, Duration, Qdisc, Time};
 
 use crate::event::EventQueue;
-use crate::link::Link;
+use crate::link::{Link, Shaper, TRACE_BYTES};
 use crate::packet::Packet;
 use crate::record::*;
 use crate::rng::{self, SimRng};
-use crate::scenario::{Scenario, ScenarioError, StartSpec, TrafficSpec};
-use crate::tcp::sender::CaState;
+use crate::scenario::{Connection, FlowSel, Scenario, ScenarioError, StartSpec, TrafficSpec};
+use crate::tcp::palermo::Mode;
+use crate::tcp::sender::{CaState, SenderStats};
 use crate::tcp::{TcpReceiver, TcpSender};
+use crate::traffic::{Cbr, Current, Downloads};
 
 pub const BOTTLENECK: usize = 0;
 pub const BOTTLENECK_REV: usize = 1;
@@ -56,20 +59,73 @@ impl From<ScenarioError> for SimError {
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     TxDone(u16),
+    /// A trace link's delivery opportunity.
+    Opportunity(u16),
+    /// A scheduled rate change of a link.
+    RateStep(u16),
     Arrive(u16),
     AqmTimer(u16),
     FlowStart(u32),
     FlowTimer(u32),
+    /// A CBR source's next datagram.
+    CbrSend(u32),
+    /// A download client's next request.
+    Request(u32),
+    /// A bulk sender stops writing (the group's `stop`).
+    AppStop(u32),
+    /// The head of a flow's own delay line is due.
+    Line(u32),
     Sample,
+}
+
+/// What a TCP flow's application does.
+enum App {
+    /// Always data to send (until the group's stop time).
+    Bulk,
+    /// Files, web pages, or a single transfer.
+    Downloads(Box<Downloads>),
 }
 
 struct TcpFlow {
     snd: TcpSender,
     rcv: TcpReceiver,
+    /// The current connection; earlier connections' packets are discarded on arrival.
+    conn: u32,
+    /// Payload bytes delivered by the flow's earlier connections, and their
+    /// senders' counters.
+    delivered_before: u64,
+    stats_before: SenderStats,
+    min_rtt_before: Option<Duration>,
+    app: App,
+}
+
+impl TcpFlow {
+    /// The sender's counters over all the flow's connections.
+    fn stats(&self) -> SenderStats {
+        self.stats_before + self.snd.stats
+    }
+
+    /// The smallest RTT over all the flow's connections.
+    fn min_rtt(&self) -> Option<Duration> {
+        min_opt(self.min_rtt_before, self.snd.min_rtt())
+    }
+}
+
+fn min_opt<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Payload bytes a TCP flow delivered over all its connections.
+fn delivered_total(t: &TcpFlow) -> u64 {
+    t.delivered_before + t.rcv.bytes_delivered
 }
 
 enum FlowKind {
     Tcp(Box<TcpFlow>),
+    Cbr(Cbr),
 }
 
 struct Flow {
@@ -81,6 +137,13 @@ struct Flow {
     drops: u64,
     ack_drops: u64,
     marks: u64,
+    /// This flow's own extra one-way delay (`path.flow_delay`), and its delay line:
+    /// every packet the flow's hosts send waits here first (the same delay for all,
+    /// so the line stays in time order).
+    extra: Duration,
+    line: VecDeque<(Time, Packet)>,
+    /// Record every ACK (`record.flow_trace`).
+    traced: bool,
     kind: FlowKind,
 }
 
@@ -98,6 +161,9 @@ struct LinkMark {
     arrivals: u64,
     drops: [u64; 3],
     marks: u64,
+    cap_bits: u128,
+    opp: u64,
+    opp_used: u64,
 }
 
 pub struct Sim {
@@ -114,10 +180,14 @@ pub struct Sim {
     events_done: u64,
     interval: Duration,
     flow_series_on: bool,
+    datagrams_on: bool,
     marks: Vec<LinkMark>,
     rec_packets: PacketLog,
     rec_links: LinkSeries,
     rec_flows: FlowSeries,
+    rec_trace: FlowTrace,
+    rec_transfers: TransferLog,
+    rec_datagrams: DatagramLog,
     logged_links: Vec<String>,
     scenario: Scenario,
 }
@@ -125,14 +195,28 @@ pub struct Sim {
 impl Sim {
     pub fn new(sc: &Scenario) -> Result<Sim, SimError> {
         let seed = sc.seed;
+        let end = Time::ZERO + sc.duration;
         let mut links = Vec::new();
         let b = &sc.bottleneck;
         let fwd_limit = sc.resolve_limit("bottleneck.buffer", b.buffer)?;
         let rev_limit = sc.resolve_limit("bottleneck.reverse_buffer", b.reverse_buffer.unwrap_or(b.buffer))?;
         let access_limit = sc.resolve_limit("access.buffer", sc.access.buffer)?;
         let droptail = AqmSpec::default();
-        links.push(Link::new("bottleneck", b.rate, b.delay, fwd_limit, Qdisc::new(&b.aqm, fwd_limit), rng::stream(seed, "link.bottleneck")));
-        links.push(Link::new("bottleneck_rev", b.rate, b.delay, rev_limit, Qdisc::new(&droptail, rev_limit), rng::stream(seed, "link.bottleneck_rev")));
+        let mut bottleneck = Link::new("bottleneck", b.rate, b.delay, fwd_limit, Qdisc::new(&b.aqm, fwd_limit), rng::stream(seed, "link.bottleneck"));
+        if let Some(t) = &b.trace {
+            bottleneck = bottleneck.with_trace(t.clone());
+        } else if !b.schedule.is_empty() {
+            bottleneck = bottleneck.with_schedule(b.schedule.iter().map(|s| (Time::ZERO + s.at, s.rate)).collect());
+        }
+        links.push(bottleneck);
+        links.push(Link::new(
+            "bottleneck_rev",
+            b.rev_rate(),
+            b.rev_delay(),
+            rev_limit,
+            Qdisc::new(&b.reverse_aqm, rev_limit),
+            rng::stream(seed, "link.bottleneck_rev"),
+        ));
         links[BOTTLENECK].sampled = true;
         links[BOTTLENECK_REV].sampled = true;
         let mut groups = Vec::new();
@@ -140,17 +224,24 @@ impl Sim {
         let a = &sc.access;
         for (gi, g) in sc.flows.iter().enumerate() {
             let name = &g.common.name;
-            let mut add = |suffix: &str| {
+            let path = &g.common.path;
+            let snd_delay = path.sender_delay.unwrap_or(a.delay);
+            let rcv_delay = path.receiver_delay.unwrap_or(a.delay);
+            let ret_delay = path.return_delay.unwrap_or(Duration::ZERO);
+            let mut add = |suffix: &str, delay: Duration| {
                 let n = format!("{name}.{suffix}");
-                links.push(Link::new(&n, a.rate, a.delay, access_limit, Qdisc::new(&droptail, access_limit), rng::stream(seed, &format!("link.{n}"))));
+                links.push(Link::new(&n, a.rate, delay, access_limit, Qdisc::new(&droptail, access_limit), rng::stream(seed, &format!("link.{n}"))));
                 (links.len() - 1) as u16
             };
-            let up = add("up");
-            let down = add("down");
-            let up_rev = add("up_rev");
-            let down_rev = add("down_rev");
+            // data: sender -> R1 -> R2 -> receiver; ACKs: receiver -> R2 -> R1 -> sender
+            let up = add("up", snd_delay);
+            let down = add("down", rcv_delay);
+            let up_rev = add("up_rev", rcv_delay + ret_delay);
+            let down_rev = add("down_rev", snd_delay);
             groups.push(Group { fwd: vec![up, BOTTLENECK as u16, down], rev: vec![up_rev, BOTTLENECK_REV as u16, down_rev] });
             let mut start_rng: SimRng = rng::stream(seed, &format!("group.{name}.start"));
+            let mut delay_rng: SimRng = rng::stream(seed, &format!("group.{name}.flow_delay"));
+            let stop = g.common.stop.map_or(end, |s| (Time::ZERO + s).min(end));
             for k in 0..g.common.count {
                 let id = flows.len() as u32;
                 let start = match g.common.start {
@@ -161,11 +252,50 @@ impl Sim {
                         Time::ZERO + lo + Duration::from_nanos(off)
                     }
                 };
-                let _ = k;
-                let kind = match &g.traffic {
-                    TrafficSpec::Bulk(bs) => FlowKind::Tcp(Box::new(TcpFlow { snd: TcpSender::new(id, &bs.tcp), rcv: TcpReceiver::new(id, &bs.tcp) })),
+                let extra = path.flow_delay.as_ref().map_or(Duration::ZERO, |d| d.sample(&mut delay_rng));
+                let tcp = |cfg: &crate::tcp::TcpConfig, app: App| {
+                    FlowKind::Tcp(Box::new(TcpFlow { snd: TcpSender::new(id, cfg), rcv: TcpReceiver::new(id, cfg), conn: 0, delivered_before: 0, stats_before: SenderStats::default(), min_rtt_before: None, app }))
                 };
-                flows.push(Flow { group: gi as u16, start, timer_at: None, drops: 0, ack_drops: 0, marks: 0, kind });
+                let downloads = |single: Option<u64>, persistent: bool| {
+                    App::Downloads(Box::new(Downloads {
+                        rng: rng::stream(seed, &format!("group.{name}.flow.{k}")),
+                        single,
+                        persistent,
+                        requested: 0,
+                        completed: 0,
+                        current: None,
+                        stop,
+                    }))
+                };
+                let kind = match &g.traffic {
+                    TrafficSpec::Bulk(bs) => tcp(&bs.tcp, App::Bulk),
+                    TrafficSpec::Files(d) | TrafficSpec::Web(d) => tcp(&d.tcp, downloads(None, d.connection == Connection::Persistent)),
+                    TrafficSpec::Transfer(t) => tcp(&t.tcp, downloads(Some(t.size.0), false)),
+                    TrafficSpec::Cbr(c) => FlowKind::Cbr(Cbr::new(c.packet_size.0 as u32, c.rate.bps(), c.ecn, start, stop)),
+                };
+                flows.push(Flow {
+                    group: gi as u16,
+                    start,
+                    timer_at: None,
+                    drops: 0,
+                    ack_drops: 0,
+                    marks: 0,
+                    extra,
+                    line: VecDeque::new(),
+                    traced: false,
+                    kind,
+                });
+            }
+        }
+        for sel in &sc.record.flow_trace {
+            match sel {
+                FlowSel::Id(i) => flows[*i as usize].traced = true,
+                FlowSel::Group(name) => {
+                    let gi = sc.flows.iter().position(|g| &g.common.name == name).expect("validated group name");
+                    for f in flows.iter_mut().filter(|f| f.group as usize == gi) {
+                        f.traced = true;
+                    }
+                }
             }
         }
         let mut logged_links = Vec::new();
@@ -180,7 +310,7 @@ impl Sim {
         let nlinks = links.len();
         let mut sim = Sim {
             now: Time::ZERO,
-            end: Time::ZERO + sc.duration,
+            end,
             events: EventQueue::default(),
             links,
             groups,
@@ -192,21 +322,50 @@ impl Sim {
             events_done: 0,
             interval: sc.record.interval,
             flow_series_on: sc.record.flow_series,
+            datagrams_on: sc.record.datagrams,
             marks: vec![LinkMark::default(); nlinks],
             rec_packets: PacketLog::default(),
             rec_links: LinkSeries::default(),
             rec_flows: FlowSeries::default(),
+            rec_trace: FlowTrace::default(),
+            rec_transfers: TransferLog::default(),
+            rec_datagrams: DatagramLog::default(),
             logged_links,
             scenario: sc.clone(),
         };
         for (i, f) in sim.flows.iter().enumerate() {
             sim.events.push(f.start, Ev::FlowStart(i as u32));
+            if let (FlowKind::Tcp(t), Some(stop)) = (&f.kind, sc.flows[f.group as usize].common.stop) {
+                if matches!(t.app, App::Bulk) && Time::ZERO + stop < end {
+                    sim.events.push(Time::ZERO + stop, Ev::AppStop(i as u32));
+                }
+            }
         }
         for li in 0..nlinks {
             sim.sync_aqm_timer(li);
+            if let Some(t) = sim.links[li].next_step_at() {
+                sim.events.push(t, Ev::RateStep(li as u16));
+            }
         }
         sim.events.push(Time::ZERO + sim.interval, Ev::Sample);
         Ok(sim)
+    }
+
+    fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::TxDone(l) => self.on_tx_done(l as usize),
+            Ev::Opportunity(l) => self.on_opportunity(l as usize),
+            Ev::RateStep(l) => self.on_rate_step(l as usize),
+            Ev::Arrive(l) => self.on_arrive(l as usize),
+            Ev::AqmTimer(l) => self.on_aqm_timer(l as usize),
+            Ev::FlowStart(f) => self.on_flow_start(f as usize),
+            Ev::FlowTimer(f) => self.on_flow_timer(f as usize),
+            Ev::CbrSend(f) => self.on_cbr_send(f as usize),
+            Ev::Request(f) => self.request(f as usize),
+            Ev::AppStop(f) => self.on_app_stop(f as usize),
+            Ev::Line(f) => self.on_line(f as usize),
+            Ev::Sample => self.on_sample(),
+        }
     }
 
     /// Run to the end. `progress` gets the fraction done about every 1 % of simulated
@@ -228,14 +387,7 @@ impl Sim {
                 }
                 next_report = (t.as_nanos() / step + 1) * step;
             }
-            match ev {
-                Ev::TxDone(l) => self.on_tx_done(l as usize),
-                Ev::Arrive(l) => self.on_arrive(l as usize),
-                Ev::AqmTimer(l) => self.on_aqm_timer(l as usize),
-                Ev::FlowStart(f) => self.on_flow_start(f as usize),
-                Ev::FlowTimer(f) => self.on_flow_timer(f as usize),
-                Ev::Sample => self.on_sample(),
-            }
+            self.dispatch(ev);
         }
         self.now = self.end;
         progress(1.0);
@@ -251,8 +403,32 @@ impl Sim {
         self.next_uid += 1;
         p.hop = 0;
         self.cons.created += 1;
+        let fi = p.flow as usize;
+        let f = &mut self.flows[fi];
+        if !f.extra.is_zero() {
+            let at = self.now + f.extra;
+            f.line.push_back((at, p));
+            if f.line.len() == 1 {
+                self.events.push(at, Ev::Line(fi as u32));
+            }
+            return;
+        }
         let link = self.path(&p)[0];
         self.link_enqueue(link as usize, p);
+    }
+
+    /// The head of a flow's delay line is due: its packets enter their first link.
+    fn on_line(&mut self, fi: usize) {
+        let now = self.now;
+        while let Some(&(t, p)) = self.flows[fi].line.front() {
+            if t > now {
+                self.events.push(t, Ev::Line(fi as u32));
+                break;
+            }
+            self.flows[fi].line.pop_front();
+            let link = self.path(&p)[0];
+            self.link_enqueue(link as usize, p);
+        }
     }
 
     fn path(&self, p: &Packet) -> &[u16] {
@@ -282,7 +458,15 @@ impl Sim {
             self.flows[flow as usize].marks += 1;
         }
         self.take_drops(li);
-        if self.links[li].in_tx.is_none() {
+        let queued = self.links[li].qdisc.backlog().packets > 0;
+        if let Shaper::Trace { pending, trace, .. } = &mut self.links[li].shaper {
+            // Mahimahi: an arriving packet can use the opportunities after its arrival.
+            if !*pending && queued {
+                *pending = true;
+                let at = trace.next_after(now);
+                self.events.push(at, Ev::Opportunity(li as u16));
+            }
+        } else if self.links[li].in_tx.is_none() {
             self.start_tx(li);
         }
         self.sync_aqm_timer(li);
@@ -311,13 +495,14 @@ impl Sim {
         }
     }
 
-    fn start_tx(&mut self, li: usize) {
+    /// Take the next packet from a link's queue (the AQM decides which, and may drop
+    /// some on the way), recording the dequeue.
+    fn dequeue_one(&mut self, li: usize) -> Option<Packet> {
         let now = self.now;
         let l = &mut self.links[li];
-        debug_assert!(l.in_tx.is_none());
         let mut ctx = Ctx { now, rng: &mut l.rng, link_rate: l.rate };
         let dep = l.qdisc.dequeue(&mut ctx, &mut self.drops);
-        if let Some(dep) = dep {
+        let out = dep.map(|dep| {
             let p = dep.pkt;
             if let Some(log) = l.log {
                 let backlog = l.qdisc.backlog().bytes;
@@ -329,20 +514,28 @@ impl Sim {
             if dep.marked.is_some() {
                 self.flows[p.flow as usize].marks += 1;
             }
+            p
+        });
+        self.take_drops(li);
+        out
+    }
+
+    fn start_tx(&mut self, li: usize) {
+        debug_assert!(self.links[li].in_tx.is_none());
+        if let Some(p) = self.dequeue_one(li) {
+            let now = self.now;
             let l = &mut self.links[li];
             let d = l.tx_duration(p.size);
             l.in_tx = Some(p);
             l.tx_started = now;
             self.events.push(now + d, Ev::TxDone(li as u16));
         }
-        self.take_drops(li);
     }
 
-    fn on_tx_done(&mut self, li: usize) {
+    /// A packet has left the transmitter: it propagates to the next hop.
+    fn to_pipe(&mut self, li: usize, p: Packet) {
         let now = self.now;
         let l = &mut self.links[li];
-        let p = l.in_tx.take().expect("a packet in transmission");
-        l.busy_ns += now.saturating_since(l.tx_started).as_nanos();
         l.tx_bytes += p.size as u64;
         l.tx_packets += 1;
         let at = now + l.delay;
@@ -350,8 +543,72 @@ impl Sim {
         if l.pipe.len() == 1 {
             self.events.push(at, Ev::Arrive(li as u16));
         }
+    }
+
+    fn on_tx_done(&mut self, li: usize) {
+        let now = self.now;
+        let l = &mut self.links[li];
+        let p = l.in_tx.take().expect("a packet in transmission");
+        l.busy_ns += now.saturating_since(l.tx_started).as_nanos();
+        self.to_pipe(li, p);
         self.start_tx(li);
         self.sync_aqm_timer(li);
+    }
+
+    /// A trace link's delivery opportunities at `now` (Mahimahi `LinkQueue::
+    /// rationalize`): each carries up to 1500 bytes, from one or several packets; a
+    /// packet leaves when its last byte has been carried.
+    fn on_opportunity(&mut self, li: usize) {
+        let now = self.now;
+        let Shaper::Trace { trace, .. } = &self.links[li].shaper else { unreachable!("opportunity on a rate link") };
+        let n = trace.count_upto(now) - trace.count_upto(Time::from_nanos(now.as_nanos() - 1));
+        for _ in 0..n {
+            let mut room = TRACE_BYTES;
+            let mut used = false;
+            while room > 0 {
+                if self.links[li].in_tx.is_none() {
+                    let Some(p) = self.dequeue_one(li) else { break };
+                    let l = &mut self.links[li];
+                    l.in_tx = Some(p);
+                    l.tx_started = now;
+                    if let Shaper::Trace { left, .. } = &mut l.shaper {
+                        *left = p.size;
+                    }
+                }
+                let l = &mut self.links[li];
+                let Shaper::Trace { left, .. } = &mut l.shaper else { unreachable!() };
+                let amount = room.min(*left);
+                *left -= amount;
+                room -= amount;
+                used = true;
+                if *left == 0 {
+                    let p = l.in_tx.take().expect("a packet in transit");
+                    self.to_pipe(li, p);
+                }
+            }
+            if used {
+                if let Shaper::Trace { used, .. } = &mut self.links[li].shaper {
+                    *used += 1;
+                }
+            }
+        }
+        let busy = self.links[li].in_tx.is_some() || self.links[li].qdisc.backlog().packets > 0;
+        let Shaper::Trace { trace, pending, .. } = &mut self.links[li].shaper else { unreachable!() };
+        if busy {
+            let at = trace.next_after(now);
+            self.events.push(at, Ev::Opportunity(li as u16));
+        } else {
+            *pending = false;
+        }
+        self.sync_aqm_timer(li);
+    }
+
+    fn on_rate_step(&mut self, li: usize) {
+        let now = self.now;
+        self.links[li].apply_step(now);
+        if let Some(t) = self.links[li].next_step_at() {
+            self.events.push(t, Ev::RateStep(li as u16));
+        }
     }
 
     fn on_arrive(&mut self, li: usize) {
@@ -408,35 +665,180 @@ impl Sim {
         self.cons.delivered += 1;
         let fi = p.flow as usize;
         let now = self.now;
-        let mut out = std::mem::take(&mut self.out);
         match &mut self.flows[fi].kind {
+            FlowKind::Cbr(c) => {
+                c.received += 1;
+                c.rx_bytes += p.size as u64;
+                if self.datagrams_on {
+                    let r = &mut self.rec_datagrams;
+                    r.time_ns.push(now.as_nanos());
+                    r.flow.push(p.flow);
+                    r.seq.push(p.seq);
+                    r.size.push(p.size);
+                    r.delay_ns.push(now.saturating_since(p.sent_at).as_nanos());
+                    r.ce.push(p.ecn == aqm::Ecn::Ce);
+                }
+            }
             FlowKind::Tcp(t) => {
+                if p.conn != t.conn {
+                    return; // for an earlier connection of this flow: discarded
+                }
+                let mut out = std::mem::take(&mut self.out);
                 if p.kind.is_forward() {
                     t.rcv.on_packet(&p, now, &mut out);
                 } else {
                     t.snd.on_packet(&p, now, &mut out);
+                    if self.flows[fi].traced {
+                        self.trace_ack(fi, &p);
+                    }
                 }
+                self.send_all(fi, &mut out);
+                self.out = out;
+                if p.kind.is_forward() {
+                    self.check_download_done(fi);
+                }
+                self.sync_flow_timer(fi);
             }
         }
-        self.send_all(&mut out);
-        self.out = out;
-        self.sync_flow_timer(fi);
     }
 
-    fn send_all(&mut self, out: &mut Vec<Packet>) {
-        for p in out.drain(..) {
+    fn trace_ack(&mut self, fi: usize, a: &Packet) {
+        let FlowKind::Tcp(t) = &self.flows[fi].kind else { return };
+        let s = &t.snd;
+        let r = &mut self.rec_trace;
+        r.time_ns.push(self.now.as_nanos());
+        r.flow.push(fi as u32);
+        r.conn.push(t.conn);
+        r.acked_bytes.push(s.stats.bytes_acked);
+        r.snd_una.push(s.snd_una);
+        r.snd_nxt.push(s.snd_nxt);
+        r.cwnd.push(s.w.cwnd);
+        r.in_flight.push(s.pipe());
+        r.unacked.push(s.outstanding());
+        r.rtt_ns.push(s.last_rtt().map_or(-1, |d| d.as_nanos() as i64));
+        r.srtt_ns.push(s.rtt.srtt().map_or(-1, |d| d.as_nanos() as i64));
+        r.rwnd.push(window_col(a.rwnd));
+    }
+
+    /// Send what an endpoint produced, stamped with the flow's connection.
+    fn send_all(&mut self, fi: usize, out: &mut Vec<Packet>) {
+        let conn = match &self.flows[fi].kind {
+            FlowKind::Tcp(t) => t.conn,
+            FlowKind::Cbr(_) => 0,
+        };
+        for mut p in out.drain(..) {
+            p.conn = conn;
             self.inject(p);
         }
     }
 
     fn on_flow_start(&mut self, fi: usize) {
         let now = self.now;
-        let mut out = std::mem::take(&mut self.out);
         match &mut self.flows[fi].kind {
-            FlowKind::Tcp(t) => t.snd.start(now, None, &mut out),
+            FlowKind::Cbr(_) => self.on_cbr_send(fi),
+            FlowKind::Tcp(t) if matches!(t.app, App::Downloads(_)) => self.request(fi),
+            FlowKind::Tcp(t) => {
+                let mut out = std::mem::take(&mut self.out);
+                t.snd.start(now, None, &mut out);
+                self.send_all(fi, &mut out);
+                self.out = out;
+                self.sync_flow_timer(fi);
+            }
         }
-        self.send_all(&mut out);
+    }
+
+    fn on_cbr_send(&mut self, fi: usize) {
+        let now = self.now;
+        let FlowKind::Cbr(c) = &mut self.flows[fi].kind else { unreachable!() };
+        if now >= c.stop {
+            return;
+        }
+        let (p, next) = c.emit(fi as u32, now);
+        if let Some(t) = next {
+            self.events.push(t, Ev::CbrSend(fi as u32));
+        }
+        self.inject(p);
+    }
+
+    /// A download client asks for its next file (or a transfer starts).
+    fn request(&mut self, fi: usize) {
+        let now = self.now;
+        let g = self.flows[fi].group as usize;
+        let spec = &self.scenario.flows[g].traffic;
+        let (sizes, cfg) = match spec {
+            TrafficSpec::Files(d) | TrafficSpec::Web(d) => (Some(&d.sizes), &d.tcp),
+            TrafficSpec::Transfer(t) => (None, &t.tcp),
+            _ => unreachable!("requests come from download flows"),
+        };
+        let FlowKind::Tcp(t) = &mut self.flows[fi].kind else { unreachable!() };
+        let App::Downloads(d) = &mut t.app else { unreachable!() };
+        let size = d.size(sizes);
+        let mut out = std::mem::take(&mut self.out);
+        if d.persistent && d.requested > 0 {
+            t.snd.send_more(now, size, &mut out);
+            t.rcv.expect_more(t.snd.app_segments());
+        } else {
+            if d.requested > 0 {
+                // a new connection: fresh state; what is left of the old one is discarded
+                t.conn += 1;
+                t.delivered_before += t.rcv.bytes_delivered;
+                t.stats_before = t.stats_before + t.snd.stats;
+                t.min_rtt_before = min_opt(t.min_rtt_before, t.snd.min_rtt());
+                t.snd = TcpSender::new(fi as u32, cfg);
+                t.rcv = TcpReceiver::new(fi as u32, cfg);
+            }
+            t.snd.start(now, Some(size), &mut out);
+            t.rcv.expect_segments = Some(t.snd.segments_for(size));
+        }
+        let r = &mut self.rec_transfers;
+        r.flow.push(fi as u32);
+        r.group.push(g as u16);
+        r.index.push(d.requested);
+        r.conn.push(t.conn);
+        r.size_bytes.push(size);
+        r.request_ns.push(now.as_nanos());
+        r.end_ns.push(-1);
+        r.retransmits.push(-1);
+        r.timeouts.push(-1);
+        d.current = Some(Current { row: r.flow.len() - 1, retx0: t.snd.stats.retransmits, rto0: t.snd.stats.timeouts });
+        d.requested += 1;
+        self.send_all(fi, &mut out);
         self.out = out;
+        self.sync_flow_timer(fi);
+    }
+
+    /// After data reached a download client: if the file is complete, note its end
+    /// and schedule the next request after a think time.
+    fn check_download_done(&mut self, fi: usize) {
+        let now = self.now;
+        let g = self.flows[fi].group as usize;
+        let FlowKind::Tcp(t) = &mut self.flows[fi].kind else { return };
+        let App::Downloads(d) = &mut t.app else { return };
+        if d.current.is_none() || t.rcv.completed_at.is_none() {
+            return;
+        }
+        let cur = d.current.take().unwrap();
+        let r = &mut self.rec_transfers;
+        r.end_ns[cur.row] = now.as_nanos() as i64;
+        r.retransmits[cur.row] = (t.snd.stats.retransmits - cur.retx0) as i64;
+        r.timeouts[cur.row] = (t.snd.stats.timeouts - cur.rto0) as i64;
+        d.completed += 1;
+        let think = match &self.scenario.flows[g].traffic {
+            TrafficSpec::Files(s) | TrafficSpec::Web(s) => Some(&s.think),
+            _ => None,
+        };
+        if let Some(at) = d.next_request(now, think) {
+            if at < self.end {
+                self.events.push(at, Ev::Request(fi as u32));
+            }
+        }
+    }
+
+    fn on_app_stop(&mut self, fi: usize) {
+        let now = self.now;
+        if let FlowKind::Tcp(t) = &mut self.flows[fi].kind {
+            t.snd.close(now);
+        }
         self.sync_flow_timer(fi);
     }
 
@@ -447,13 +849,11 @@ impl Sim {
         }
         self.flows[fi].timer_at = None;
         let mut out = std::mem::take(&mut self.out);
-        match &mut self.flows[fi].kind {
-            FlowKind::Tcp(t) => {
-                t.snd.on_timer(now, &mut out);
-                t.rcv.on_timer(now, &mut out);
-            }
+        if let FlowKind::Tcp(t) = &mut self.flows[fi].kind {
+            t.snd.on_timer(now, &mut out);
+            t.rcv.on_timer(now, &mut out);
         }
-        self.send_all(&mut out);
+        self.send_all(fi, &mut out);
         self.out = out;
         self.sync_flow_timer(fi);
     }
@@ -464,19 +864,16 @@ impl Sim {
     fn sync_flow_timer(&mut self, fi: usize) {
         let f = &mut self.flows[fi];
         let want = match &f.kind {
-            FlowKind::Tcp(t) => match (t.snd.poll_at(), t.rcv.poll_at()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            },
+            FlowKind::Tcp(t) => min_opt(t.snd.poll_at(), t.rcv.poll_at()),
+            FlowKind::Cbr(_) => None,
         };
         if let Some(w) = want {
             let w = w.max(self.now);
             if f.timer_at.is_none_or(|s| w < s) {
                 f.timer_at = Some(w);
                 self.events.push(w, Ev::FlowTimer(fi as u32));
-            } else if f.timer_at.is_some_and(|s| s < w) {
-                // The pending event is early: it will find nothing due and re-arm.
             }
+            // else: the pending event is early; it will find nothing due and re-arm.
         }
     }
 
@@ -492,10 +889,14 @@ impl Sim {
             let busy = l.busy_until(now);
             let st = &l.qdisc.stats;
             let r = &mut self.rec_links;
+            let cap_bits = l.capacity_bits(now);
+            let (opp, opp_used) = l.opportunities(now);
             r.time_ns.push(now.as_nanos());
             r.link.push(li as u8);
-            r.capacity_bps.push(l.rate.bps());
+            r.capacity_bps.push(((cap_bits - m.cap_bits) * 1_000_000_000 / self.interval.as_nanos() as u128) as u64);
             r.busy_ns.push(busy - m.busy);
+            r.opportunities.push(opp - m.opp);
+            r.opportunities_used.push(opp_used - m.opp_used);
             r.tx_bytes.push(l.tx_bytes - m.tx_bytes);
             r.tx_packets.push(l.tx_packets - m.tx_packets);
             r.arrivals.push(st.arrivals - m.arrivals);
@@ -509,33 +910,67 @@ impl Sim {
             let probe = l.qdisc.probe();
             r.drop_prob.push(probe.drop_prob.unwrap_or(f64::NAN));
             r.aqm_delay_ns.push(probe.delay_estimate.map_or(-1, |d| d.as_nanos() as i64));
-            *m = LinkMark { busy, tx_bytes: l.tx_bytes, tx_packets: l.tx_packets, arrivals: st.arrivals, drops: st.drops, marks: st.marked() };
+            *m = LinkMark {
+                busy,
+                tx_bytes: l.tx_bytes,
+                tx_packets: l.tx_packets,
+                arrivals: st.arrivals,
+                drops: st.drops,
+                marks: st.marked(),
+                cap_bits,
+                opp,
+                opp_used,
+            };
         }
         if self.flow_series_on {
             for (fi, f) in self.flows.iter().enumerate() {
                 if f.start > now {
                     continue;
                 }
-                let FlowKind::Tcp(t) = &f.kind;
-                let s = &t.snd;
                 let r = &mut self.rec_flows;
                 r.time_ns.push(now.as_nanos());
                 r.flow.push(fi as u32);
+                let t = match &f.kind {
+                    FlowKind::Tcp(t) => t,
+                    FlowKind::Cbr(c) => {
+                        r.cwnd.push(f64::NAN);
+                        r.ssthresh.push(f64::NAN);
+                        r.srtt_ns.push(-1);
+                        r.rtt_ns.push(-1);
+                        r.rto_ns.push(0);
+                        r.in_flight.push(0);
+                        r.delivered_bytes.push(c.rx_bytes);
+                        r.snd_una.push(c.sent);
+                        r.retransmits.push(0);
+                        r.ca_state.push(0);
+                        r.rwnd.push(-1);
+                        r.receiver_mode.push(0);
+                        continue;
+                    }
+                };
+                let s = &t.snd;
                 r.cwnd.push(s.w.cwnd);
                 r.ssthresh.push(if s.w.ssthresh >= crate::tcp::cc::INFINITE_SSTHRESH { f64::NAN } else { s.w.ssthresh });
                 r.srtt_ns.push(s.rtt.srtt().map_or(-1, |d| d.as_nanos() as i64));
                 r.rtt_ns.push(s.last_rtt().map_or(-1, |d| d.as_nanos() as i64));
                 r.rto_ns.push(s.rtt.rto().as_nanos());
                 r.in_flight.push(s.pipe());
-                r.delivered_bytes.push(t.rcv.bytes_delivered);
+                r.delivered_bytes.push(delivered_total(t));
                 r.snd_una.push(s.snd_una);
-                r.retransmits.push(s.stats.retransmits);
+                r.retransmits.push(t.stats().retransmits);
                 r.ca_state.push(match s.ca_state {
                     CaState::Open => 0,
                     CaState::Recovery => 1,
                     CaState::Loss => 2,
                     CaState::Cwr => 3,
                 });
+                r.rwnd.push(window_col(t.rcv.last_rwnd));
+                r.receiver_mode.push(t.rcv.palermo.as_deref().map_or(0, |p| match p.mode {
+                    _ if p.probing() => 4,
+                    Mode::Startup => 1,
+                    Mode::Steady => 2,
+                    Mode::Drs => 3,
+                }));
             }
         }
         let next = now + self.interval;
@@ -547,7 +982,7 @@ impl Sim {
     // ---- the end ------------------------------------------------------------
 
     fn in_flight(&self) -> u64 {
-        self.links.iter().map(Link::in_flight).sum()
+        self.links.iter().map(Link::in_flight).sum::<u64>() + self.flows.iter().map(|f| f.line.len() as u64).sum::<u64>()
     }
 
     /// Every packet created is delivered, dropped with a cause, or still in a queue,
@@ -590,14 +1025,7 @@ impl Sim {
             }
             let (nt, ev) = self.events.pop().unwrap();
             self.now = nt;
-            match ev {
-                Ev::TxDone(l) => self.on_tx_done(l as usize),
-                Ev::Arrive(l) => self.on_arrive(l as usize),
-                Ev::AqmTimer(l) => self.on_aqm_timer(l as usize),
-                Ev::FlowStart(f) => self.on_flow_start(f as usize),
-                Ev::FlowTimer(f) => self.on_flow_timer(f as usize),
-                Ev::Sample => self.on_sample(),
-            }
+            self.dispatch(ev);
         }
         self.now = t;
     }
@@ -626,28 +1054,73 @@ impl Sim {
                 kind: g.traffic.kind().to_string(),
                 count: g.common.count,
                 cc: g.traffic.tcp().map(|t| t.cc.name().to_string()),
+                receiver: g.traffic.tcp().map(|t| t.receiver.name().to_string()),
                 base_rtt_ns: sc.base_rtt(gi).as_nanos(),
+                first_flow: sc.flow_ids(gi).start,
+                sizes: match &g.traffic {
+                    TrafficSpec::Files(d) | TrafficSpec::Web(d) => d.sizes.support(),
+                    TrafficSpec::Transfer(t) => Some(vec![t.size.0]),
+                    _ => None,
+                },
+                rate_bps: match &g.traffic {
+                    TrafficSpec::Cbr(c) => Some(c.rate.bps()),
+                    _ => None,
+                },
+                packet_size: match &g.traffic {
+                    TrafficSpec::Cbr(c) => Some(c.packet_size.0 as u32),
+                    _ => None,
+                },
             })
             .collect();
         let mut ft = FlowTable::default();
         for (fi, f) in self.flows.iter().enumerate() {
-            let FlowKind::Tcp(t) = &f.kind;
+            let (fwd, rev) = sc.path_delays(f.group as usize);
             ft.flow.push(fi as u32);
             ft.group.push(f.group);
             ft.start_ns.push(f.start.as_nanos());
-            ft.end_ns.push(t.rcv.completed_at.map_or(-1, |x| x.as_nanos() as i64));
-            ft.bytes_delivered.push(t.rcv.bytes_delivered);
-            ft.segments_sent.push(t.snd.stats.segments_sent);
-            ft.retransmits.push(t.snd.stats.retransmits);
-            ft.timeouts.push(t.snd.stats.timeouts);
-            ft.recoveries.push(t.snd.stats.recoveries);
-            ft.ecn_reductions.push(t.snd.stats.ecn_reductions);
             ft.drops.push(f.drops);
             ft.ack_drops.push(f.ack_drops);
             ft.marks.push(f.marks);
-            ft.min_rtt_ns.push(t.snd.min_rtt().map_or(-1, |d| d.as_nanos() as i64));
+            ft.base_rtt_ns.push((fwd + rev + f.extra + f.extra).as_nanos());
+            let t = match &f.kind {
+                FlowKind::Tcp(t) => t,
+                FlowKind::Cbr(c) => {
+                    ft.end_ns.push(-1);
+                    ft.bytes_delivered.push(c.rx_bytes);
+                    ft.segments_sent.push(c.sent);
+                    for col in [&mut ft.retransmits, &mut ft.timeouts, &mut ft.recoveries, &mut ft.ecn_reductions] {
+                        col.push(0);
+                    }
+                    ft.min_rtt_ns.push(-1);
+                    ft.srtt_ns.push(-1);
+                    ft.transfers.push(0);
+                    ft.receiver_reverts.push(0);
+                    ft.receiver_returns.push(0);
+                    continue;
+                }
+            };
+            let end = match &t.app {
+                App::Bulk => t.snd.finished_at,
+                App::Downloads(d) if d.single.is_some() => t.rcv.completed_at,
+                App::Downloads(_) => None,
+            };
+            ft.end_ns.push(end.map_or(-1, |x| x.as_nanos() as i64));
+            ft.bytes_delivered.push(delivered_total(t));
+            let st = t.stats();
+            ft.segments_sent.push(st.segments_sent);
+            ft.retransmits.push(st.retransmits);
+            ft.timeouts.push(st.timeouts);
+            ft.recoveries.push(st.recoveries);
+            ft.ecn_reductions.push(st.ecn_reductions);
+            ft.min_rtt_ns.push(t.min_rtt().map_or(-1, |d| d.as_nanos() as i64));
             ft.srtt_ns.push(t.snd.rtt.srtt().map_or(-1, |d| d.as_nanos() as i64));
-            ft.base_rtt_ns.push(sc.base_rtt(f.group as usize).as_nanos());
+            ft.transfers.push(match &t.app {
+                App::Downloads(d) => d.completed,
+                App::Bulk => 0,
+            });
+            let pal = t.rcv.palermo.as_deref();
+            ft.receiver_reverts.push(pal.map_or(0, |p| p.reverts));
+            ft.receiver_returns.push(pal.map_or(0, |p| p.returns));
         }
         self.cons.in_flight = self.in_flight();
         RunOutput {
@@ -664,8 +1137,16 @@ impl Sim {
             link_series: std::mem::take(&mut self.rec_links),
             flow_series: std::mem::take(&mut self.rec_flows),
             flows: ft,
+            flow_trace: std::mem::take(&mut self.rec_trace),
+            transfers: std::mem::take(&mut self.rec_transfers),
+            datagrams: std::mem::take(&mut self.rec_datagrams),
         }
     }
+}
+
+/// An advertised window for the records: -1 when it does not limit.
+fn window_col(w: u64) -> i64 {
+    if w >= crate::tcp::receiver::UNLIMITED_WINDOW { -1 } else { w as i64 }
 }
 
 fn probe_delay(q: &Qdisc<Packet>) -> i64 {

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use aqmsim::aqm::{Duration, Rate, Time};
 use aqmsim::packet::{Kind, Packet};
 use aqmsim::tcp::sender::CaState;
+use aqmsim::tcp::CcKind;
 use aqmsim::tcp::{TcpConfig, TcpReceiver, TcpSender};
 
 type LossFn = Box<dyn FnMut(u64, bool, Time) -> bool>;
@@ -310,4 +311,59 @@ fn ecn_negotiation_through_the_handshake() {
     p.run(Time::from_secs(60));
     assert_eq!(p.rcv.stats.ce_received, 0);
     assert_eq!(p.snd.stats.ecn_reductions, 0);
+}
+
+#[test]
+fn reno_without_sack_ends_recovery_on_the_first_new_ack_newreno_does_not() {
+    // Two losses in one window. NewReno (RFC 6582) retransmits the second hole on the
+    // partial ACK within one recovery; Reno (RFC 5681 §3.2) leaves recovery on that
+    // ACK and needs three more duplicate ACKs (a second recovery, a second halving).
+    let dropped = [50u64, 53];
+    let run = |cc: CcKind| {
+        let c = TcpConfig { sack: false, cc, ..cfg() };
+        let mut p = Pair::new(c, move |seq, retx, _| dropped.contains(&seq) && !retx);
+        p.start(Some(400 * 1460));
+        p.run(Time::from_secs(30));
+        assert!(p.snd.is_done());
+        assert_eq!(p.rcv.bytes_delivered, 400 * 1460);
+        assert_eq!(p.snd.stats.retransmits, 2);
+        p
+    };
+    let newreno = run(CcKind::Newreno);
+    let reno = run(CcKind::Reno);
+    assert_eq!(newreno.snd.stats.recoveries, 1);
+    assert_eq!(reno.snd.stats.recoveries + reno.snd.stats.timeouts, 2, "a second episode for the second hole");
+    assert!(reno.snd.w.ssthresh < newreno.snd.w.ssthresh, "two halvings: {} vs {}", reno.snd.w.ssthresh, newreno.snd.w.ssthresh);
+    // with SACK, reno recovers as every controller does (RFC 6675): one episode
+    let c = TcpConfig { cc: CcKind::Reno, ..cfg() };
+    let mut p = Pair::new(c, move |seq, retx, _| dropped.contains(&seq) && !retx);
+    p.start(Some(400 * 1460));
+    p.run(Time::from_secs(30));
+    assert_eq!(p.snd.stats.recoveries, 1);
+}
+
+#[test]
+fn a_persistent_connection_restarts_from_the_initial_window_after_idling() {
+    // RFC 5681 §4.1: after an idle period longer than the RTO, cwnd = min(IW, cwnd).
+    for restart in [true, false] {
+        let c = TcpConfig { slow_start_after_idle: restart, ..cfg() };
+        let mut p = Pair::new(c, |_, _, _| false);
+        p.start(Some(300 * 1460));
+        p.run(Time::from_secs(30));
+        assert!(p.snd.is_done());
+        let grown = p.snd.w.cwnd;
+        assert!(grown > 50.0, "{grown}");
+        p.now = p.now + Duration::from_secs(5);
+        let mut out = Vec::new();
+        p.snd.send_more(p.now, 100 * 1460 + 7, &mut out);
+        p.rcv.expect_more(p.snd.app_segments());
+        assert_eq!(p.snd.w.cwnd, if restart { 10.0 } else { grown });
+        assert_eq!(out.len(), if restart { 10 } else { 101 });
+        p.put(out);
+        p.run(Time::from_secs(60));
+        assert!(p.snd.is_done());
+        assert!(p.rcv.completed_at.is_some());
+        // the second response's last segment carries the 7 odd bytes
+        assert_eq!(p.rcv.bytes_delivered, 400 * 1460 + 7);
+    }
 }

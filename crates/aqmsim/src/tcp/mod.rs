@@ -7,6 +7,7 @@
 //! run (`poll_at`), as in smoltcp and quinn-proto.
 
 pub mod cc;
+pub mod palermo;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
@@ -15,6 +16,7 @@ use aqm::{Bytes, Duration};
 use serde::{Deserialize, Serialize};
 
 pub use cc::{CcKind, CubicParams};
+pub use palermo::PalermoParams;
 pub use receiver::TcpReceiver;
 pub use rtt::RtoStyle;
 pub use sender::TcpSender;
@@ -24,7 +26,7 @@ pub use sender::TcpSender;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TcpConfig {
-    /// Congestion control: "cubic" or "newreno".
+    /// Congestion control: "cubic", "newreno" or "reno".
     pub cc: CcKind,
     /// Payload bytes per segment (1460 B: 1500-byte packets with 40 bytes of headers).
     pub mss: Bytes,
@@ -61,8 +63,16 @@ pub struct TcpConfig {
     /// default `tcp_ecn = 2` only accepts ECN when asked).
     pub ecn: bool,
     /// A fixed advertised receive window; absent, the window never limits the sender
-    /// (as with Dynamic Right-Sizing, Fisk & Feng 2001).
+    /// (as with Dynamic Right-Sizing, Fisk & Feng 2001). With a Palermo receiver,
+    /// the largest window it may advertise.
     pub receive_window: Option<Bytes>,
+    /// How the receiver sizes its advertised window: "drs" (Dynamic Right-Sizing,
+    /// never limits) or { kind = "palermo", ... } (Popovsky §2; docs/receivers.md).
+    pub receiver: ReceiverSpec,
+    /// After an idle period longer than the RTO, restart from at most the initial
+    /// window (RFC 5681 §4.1; Linux `net.ipv4.tcp_slow_start_after_idle = 1`). Matters
+    /// for persistent connections that wait between responses.
+    pub slow_start_after_idle: bool,
     pub cubic: CubicParams,
 }
 
@@ -86,7 +96,29 @@ impl Default for TcpConfig {
             handshake: false,
             ecn: false,
             receive_window: None,
+            receiver: ReceiverSpec::Drs,
+            slow_start_after_idle: true,
             cubic: CubicParams::default(),
+        }
+    }
+}
+
+/// The receiver's window policy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ReceiverSpec {
+    /// Dynamic Right-Sizing (Fisk & Feng 2001): the window never limits the sender.
+    #[default]
+    Drs,
+    /// A Palermo-like receiver (Popovsky §2): a window just above the estimated BDP.
+    Palermo(PalermoParams),
+}
+
+impl ReceiverSpec {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ReceiverSpec::Drs => "drs",
+            ReceiverSpec::Palermo(_) => "palermo",
         }
     }
 }
@@ -112,6 +144,9 @@ impl TcpConfig {
             if w.0 < self.mss.0 {
                 return Err(format!("receive_window: must hold at least one segment ({}), got {w}", self.mss));
             }
+        }
+        if let ReceiverSpec::Palermo(p) = &self.receiver {
+            p.validate().map_err(|m| format!("receiver.{m}"))?;
         }
         let c = &self.cubic;
         if !(c.beta > 0.0 && c.beta < 1.0) {

@@ -4,7 +4,8 @@
 
 use aqm::Time;
 
-use super::TcpConfig;
+use super::palermo::Palermo;
+use super::{ReceiverSpec, TcpConfig};
 use crate::packet::{Kind, Packet, SackBlocks};
 
 /// A window that never limits (Dynamic Right-Sizing keeps the advertised window
@@ -35,7 +36,14 @@ pub struct TcpReceiver {
     quickack_left: u32,
     sack: bool,
     header: u32,
+    /// The largest window to advertise (a fixed window, or unlimited).
     rwnd: u64,
+    /// A Palermo-like window controller (Popovsky §2), if configured.
+    pub palermo: Option<Box<Palermo>>,
+    /// Right edge of the advertised window, in payload bytes: never moves left.
+    right_edge: u64,
+    /// The window in the latest ACK.
+    pub last_rwnd: u64,
     /// Next segment expected.
     pub rcv_nxt: u64,
     /// Out-of-order data held, as sorted disjoint ranges.
@@ -51,6 +59,8 @@ pub struct TcpReceiver {
     ece: bool,
     /// Payload bytes delivered in order to the application.
     pub bytes_delivered: u64,
+    /// Payload bytes of every new (not duplicate) segment, in order or not.
+    pub bytes_received: u64,
     /// For finite transfers: segments expected in all, and when the last arrived.
     pub expect_segments: Option<u64>,
     pub completed_at: Option<Time>,
@@ -68,6 +78,12 @@ impl TcpReceiver {
             sack: cfg.sack,
             header: cfg.header.0 as u32,
             rwnd: cfg.receive_window.map_or(UNLIMITED_WINDOW, |w| w.0),
+            palermo: match &cfg.receiver {
+                ReceiverSpec::Drs => None,
+                ReceiverSpec::Palermo(p) => Some(Box::new(Palermo::new(p, cfg.mss.0))),
+            },
+            right_edge: 0,
+            last_rwnd: cfg.receive_window.map_or(UNLIMITED_WINDOW, |w| w.0),
             rcv_nxt: 0,
             ooo: Vec::new(),
             recent: [None; SackBlocks::MAX],
@@ -76,6 +92,7 @@ impl TcpReceiver {
             ecn: cfg.ecn,
             ece: false,
             bytes_delivered: 0,
+            bytes_received: 0,
             expect_segments: None,
             completed_at: None,
             stats: ReceiverStats::default(),
@@ -115,11 +132,19 @@ impl TcpReceiver {
                 self.ece = true;
             }
         }
+        if let (Some(pal), true) = (self.palermo.as_deref_mut(), p.ts_echo > 0) {
+            // RFC 7323 §4.3 at the receiver (Linux `tcp_rcv_rtt_measure_ts`).
+            pal.on_rtt(now, now.saturating_since(aqm::Time::from_nanos(p.ts_echo)), self.bytes_received);
+        }
         if seq < self.rcv_nxt || self.holds(seq) {
             // A duplicate: ACK at once so the sender learns what arrived.
             self.stats.duplicates += 1;
             self.send_ack(now, out);
             return;
+        }
+        self.bytes_received += p.payload as u64;
+        if let Some(pal) = self.palermo.as_deref_mut() {
+            pal.on_data(now, self.bytes_received);
         }
         if seq == self.rcv_nxt {
             let filled_gap = !self.ooo.is_empty();
@@ -155,6 +180,26 @@ impl TcpReceiver {
         self.recent.rotate_right(1);
         self.recent[0] = Some(seq);
         self.send_ack(now, out);
+    }
+
+    /// The application expects more data on this connection, up to segment `end`
+    /// (the next response on a persistent connection).
+    pub fn expect_more(&mut self, end: u64) {
+        self.expect_segments = Some(end);
+        self.completed_at = None;
+    }
+
+    /// The window to advertise now, in bytes.
+    fn advertise(&mut self) -> u64 {
+        let Some(pal) = self.palermo.as_deref() else { return self.rwnd };
+        // Before its first measurement the controller sets no limit (the sender's
+        // initial window does), and that unlimited offer is not held to afterwards.
+        let Some(want) = pal.window() else { return self.rwnd };
+        let want = want.min(self.rwnd);
+        // RFC 9293 §3.8.6.2.2: do not shrink the window (move its right edge left).
+        let wnd = want.max(self.right_edge.saturating_sub(self.bytes_delivered));
+        self.right_edge = self.bytes_delivered + wnd;
+        wnd
     }
 
     fn check_complete(&mut self, now: Time) {
@@ -242,7 +287,8 @@ impl TcpReceiver {
     fn send_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
         let mut a = Packet::new(0, self.flow, Kind::Ack, self.header, now);
         a.seq = self.rcv_nxt;
-        a.rwnd = self.rwnd;
+        a.rwnd = self.advertise();
+        self.last_rwnd = a.rwnd;
         a.sack = self.sack_blocks();
         a.ece = self.ece;
         out.push(a);

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 use aqm::{Duration, Time};
 
-use super::cc::{AckSample, AnyCc, CongestionControl, Window, INFINITE_SSTHRESH};
+use super::cc::{AckSample, AnyCc, CcKind, CongestionControl, Window, INFINITE_SSTHRESH};
 use super::rtt::RttEstimator;
 use super::TcpConfig;
 use crate::packet::{Kind, Packet};
@@ -65,6 +65,21 @@ pub struct SenderStats {
     pub ecn_reductions: u64,
 }
 
+impl std::ops::Add for SenderStats {
+    type Output = SenderStats;
+    fn add(self, o: SenderStats) -> SenderStats {
+        SenderStats {
+            segments_sent: self.segments_sent + o.segments_sent,
+            retransmits: self.retransmits + o.retransmits,
+            timeouts: self.timeouts + o.timeouts,
+            recoveries: self.recoveries + o.recoveries,
+            bytes_acked: self.bytes_acked + o.bytes_acked,
+            syn_retransmits: self.syn_retransmits + o.syn_retransmits,
+            ecn_reductions: self.ecn_reductions + o.ecn_reductions,
+        }
+    }
+}
+
 pub struct TcpSender {
     cfg: TcpConfig,
     pub flow: u32,
@@ -79,8 +94,15 @@ pub struct TcpSender {
     pub snd_nxt: u64,
     /// Segments the application has handed over (u64::MAX for bulk).
     app_segments: u64,
-    /// Payload of the last segment of a finite transfer.
-    last_payload: u32,
+    /// Messages handed over and not yet acknowledged, as (end segment, payload of
+    /// their last segment): each message starts in a new segment, so only a
+    /// message's last segment may be short.
+    msgs: VecDeque<(u64, u32)>,
+    /// When data was last sent (for the restart after idle, RFC 5681 §4.1).
+    last_send: Time,
+    /// The newest timestamp seen on an ACK, echoed on data (RFC 7323 §4.3 TS.Recent):
+    /// lets a receiver measure the RTT (ns, 0 = none yet).
+    ts_recent: u64,
     /// Receiver's advertised window, in segments.
     rwnd_segments: u64,
     board: VecDeque<Seg>,
@@ -129,7 +151,9 @@ impl TcpSender {
             snd_una: 0,
             snd_nxt: 0,
             app_segments: 0,
-            last_payload: cfg.mss.0 as u32,
+            msgs: VecDeque::new(),
+            last_send: Time::ZERO,
+            ts_recent: 0,
             rwnd_segments: cfg.receive_window.map_or(u64::MAX, |w| w.0 / cfg.mss.0),
             board: VecDeque::new(),
             sacked_out: 0,
@@ -166,12 +190,7 @@ impl TcpSender {
         self.started_at = Some(now);
         match bytes {
             None => self.app_segments = u64::MAX,
-            Some(b) => {
-                let mss = self.cfg.mss.0;
-                let b = b.max(1);
-                self.app_segments = b.div_ceil(mss);
-                self.last_payload = (b - (self.app_segments - 1) * mss) as u32;
-            }
+            Some(b) => self.push_message(b),
         }
         if self.cfg.handshake {
             self.state = State::SynSent;
@@ -182,6 +201,57 @@ impl TcpSender {
             self.state = State::Established;
             self.transmit(now, out);
         }
+    }
+
+    /// Segments needed for `bytes` of payload.
+    pub fn segments_for(&self, bytes: u64) -> u64 {
+        bytes.max(1).div_ceil(self.cfg.mss.0)
+    }
+
+    fn push_message(&mut self, bytes: u64) {
+        let mss = self.cfg.mss.0;
+        let b = bytes.max(1);
+        let n = self.segments_for(b);
+        let start = if self.app_segments == u64::MAX { self.snd_nxt } else { self.app_segments };
+        self.app_segments = start + n;
+        self.msgs.push_back((self.app_segments, (b - (n - 1) * mss) as u32));
+    }
+
+    /// The application writes `bytes` more on an open connection (HTTP/1.1: the next
+    /// response on a persistent connection). After an idle period longer than the
+    /// RTO, the window restarts from at most the initial window (RFC 5681 §4.1,
+    /// Linux `tcp_slow_start_after_idle`), if configured.
+    pub fn send_more(&mut self, now: Time, bytes: u64, out: &mut Vec<Packet>) {
+        debug_assert!(self.app_segments != u64::MAX, "a bulk sender has unlimited data already");
+        let idle = self.snd_una == self.snd_nxt;
+        if idle && self.cfg.slow_start_after_idle && now.saturating_since(self.last_send) > self.rtt.rto() {
+            self.w.cwnd = self.w.cwnd.min(self.cfg.initial_window as f64);
+        }
+        self.push_message(bytes);
+        if self.state == State::Done {
+            self.state = State::Established;
+            self.finished_at = None;
+        }
+        self.transmit(now, out);
+    }
+
+    /// The application stops writing (a bulk flow leaves): what was sent is still
+    /// delivered, then the sender is done.
+    pub fn close(&mut self, now: Time) {
+        if self.app_segments == u64::MAX {
+            self.app_segments = self.snd_nxt;
+            self.msgs.push_back((self.snd_nxt, self.cfg.mss.0 as u32));
+        }
+        if self.state == State::Established && self.snd_una >= self.app_segments {
+            self.state = State::Done;
+            self.finished_at = Some(now);
+            self.rto_deadline = None;
+        }
+    }
+
+    /// Segments the application has handed over so far (u64::MAX: unlimited).
+    pub fn app_segments(&self) -> u64 {
+        self.app_segments
     }
 
     fn send_syn(&mut self, now: Time, out: &mut Vec<Packet>) {
@@ -228,7 +298,12 @@ impl TcpSender {
     }
 
     fn payload(&self, seq: u64) -> u32 {
-        if seq + 1 == self.app_segments { self.last_payload } else { self.cfg.mss.0 as u32 }
+        for &(end, last) in &self.msgs {
+            if seq < end {
+                return if seq + 1 == end { last } else { self.cfg.mss.0 as u32 };
+            }
+        }
+        self.cfg.mss.0 as u32
     }
 
     fn data_packet(&mut self, seq: u64, now: Time, retx: bool) -> Packet {
@@ -237,6 +312,8 @@ impl TcpSender {
         p.seq = seq;
         p.payload = payload;
         p.retx = retx;
+        p.ts_echo = self.ts_recent;
+        self.last_send = now;
         // RFC 3168 §6.1.5: retransmissions are sent Not-ECT and without CWR.
         if self.ecn_ok && !retx {
             p.ecn = aqm::Ecn::Ect0;
@@ -436,6 +513,7 @@ impl TcpSender {
     pub fn on_packet(&mut self, p: &Packet, now: Time, out: &mut Vec<Packet>) {
         match (self.state, p.kind) {
             (State::SynSent, Kind::SynAck) => {
+                self.ts_recent = p.sent_at.as_nanos();
                 // RFC 3168 §6.1.1: ECN is on if the SYN-ACK says so.
                 self.ecn_ok = self.cfg.ecn && p.ece;
                 if self.stats.syn_retransmits == 0 {
@@ -460,6 +538,7 @@ impl TcpSender {
     }
 
     fn on_ack(&mut self, a: &Packet, now: Time, out: &mut Vec<Packet>) {
+        self.ts_recent = self.ts_recent.max(a.sent_at.as_nanos());
         let ack = a.seq.min(self.snd_nxt);
         let prior_una = self.snd_una;
         let prior_rwnd = self.rwnd_segments;
@@ -534,6 +613,9 @@ impl TcpSender {
             }
             let newly = ack - self.snd_una;
             self.snd_una = ack;
+            while self.msgs.front().is_some_and(|&(end, _)| end <= ack) {
+                self.msgs.pop_front();
+            }
             self.reno_sacked = self.reno_sacked.saturating_sub(newly);
             self.dupacks = 0;
         }
@@ -571,7 +653,8 @@ impl TcpSender {
                 self.mark_lost(self.snd_una);
             }
         }
-        if !self.cfg.sack && self.ca_state == CaState::Recovery && newly_acked > 0 && self.snd_una < self.recovery_point {
+        let reno = self.cfg.cc == CcKind::Reno && !self.cfg.sack;
+        if !self.cfg.sack && !reno && self.ca_state == CaState::Recovery && newly_acked > 0 && self.snd_una < self.recovery_point {
             // RFC 6582 §3.2 (5): a partial ACK retransmits the next unacknowledged segment.
             self.mark_lost(self.snd_una);
         }
@@ -621,7 +704,16 @@ impl TcpSender {
                 }
             }
             CaState::Recovery => {
-                if self.snd_una >= self.recovery_point {
+                if reno && newly_acked > 0 {
+                    // RFC 5681 §3.2 step 6 (Reno): the first ACK of new data, partial or
+                    // not, ends fast recovery: cwnd deflates to ssthresh. Later holes
+                    // wait for three new duplicate ACKs or the RTO.
+                    self.w.cwnd = self.w.ssthresh;
+                    self.ca_state = CaState::Open;
+                    self.reno_sacked = 0;
+                    self.dupacks = 0;
+                    self.lost_scan_from = self.lost_scan_from.max(self.snd_una);
+                } else if self.snd_una >= self.recovery_point {
                     // RFC 6937: on exit, cwnd = ssthresh.
                     self.w.cwnd = self.w.ssthresh;
                     self.ca_state = CaState::Open;

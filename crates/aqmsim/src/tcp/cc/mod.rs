@@ -8,12 +8,14 @@
 
 pub mod cubic;
 pub mod newreno;
+pub mod reno;
 
 use aqm::{Duration, Time};
 use serde::{Deserialize, Serialize};
 
 pub use cubic::{Cubic, CubicParams};
 pub use newreno::NewReno;
+pub use reno::Reno;
 
 /// "Infinite" slow-start threshold (Linux `TCP_INFINITE_SSTHRESH`).
 pub const INFINITE_SSTHRESH: f64 = 1e9;
@@ -76,6 +78,9 @@ pub enum CcKind {
     #[default]
     Cubic,
     Newreno,
+    /// Linux's `reno` module: NewReno's window growth; without SACK, RFC 5681 fast
+    /// recovery (the first new ACK ends it) instead of RFC 6582's.
+    Reno,
 }
 
 impl CcKind {
@@ -83,6 +88,7 @@ impl CcKind {
         match self {
             CcKind::Cubic => "cubic",
             CcKind::Newreno => "newreno",
+            CcKind::Reno => "reno",
         }
     }
 }
@@ -91,6 +97,7 @@ impl CcKind {
 pub enum AnyCc {
     Cubic(Cubic),
     NewReno(NewReno),
+    Reno(Reno),
 }
 
 impl AnyCc {
@@ -98,6 +105,7 @@ impl AnyCc {
         match kind {
             CcKind::Cubic => AnyCc::Cubic(Cubic::new(cubic.clone())),
             CcKind::Newreno => AnyCc::NewReno(NewReno::default()),
+            CcKind::Reno => AnyCc::Reno(Reno::default()),
         }
     }
 }
@@ -107,24 +115,28 @@ impl CongestionControl for AnyCc {
         match self {
             AnyCc::Cubic(c) => c.on_ack(w, s),
             AnyCc::NewReno(c) => c.on_ack(w, s),
+            AnyCc::Reno(c) => c.on_ack(w, s),
         }
     }
     fn on_congestion(&mut self, w: &Window, now: Time) -> f64 {
         match self {
             AnyCc::Cubic(c) => c.on_congestion(w, now),
             AnyCc::NewReno(c) => c.on_congestion(w, now),
+            AnyCc::Reno(c) => c.on_congestion(w, now),
         }
     }
     fn on_timeout(&mut self, w: &Window, now: Time) {
         match self {
             AnyCc::Cubic(c) => c.on_timeout(w, now),
             AnyCc::NewReno(c) => c.on_timeout(w, now),
+            AnyCc::Reno(c) => c.on_timeout(w, now),
         }
     }
     fn on_rtt(&mut self, w: &mut Window, s: &AckSample) {
         match self {
             AnyCc::Cubic(c) => c.on_rtt(w, s),
             AnyCc::NewReno(c) => c.on_rtt(w, s),
+            AnyCc::Reno(c) => c.on_rtt(w, s),
         }
     }
 }

@@ -1,0 +1,45 @@
+//! Reno (Allman, Paxson & Blanton, RFC 5681), as Linux's `reno` congestion-control
+//! module: slow start, then one segment per RTT (RFC 5681 §3.1), halving on loss
+//! (eq. (4), FlightSize taken as cwnd as in `tcp_reno_ssthresh`). The window rules
+//! are NewReno's; what makes Reno Reno is its recovery: without SACK the sender
+//! ends fast recovery on the first ACK of new data (RFC 5681 §3.2 step 6), so a
+//! second loss in the same window needs three new duplicate ACKs or a timeout,
+//! where NewReno retransmits on the partial ACK (RFC 6582). The sender implements
+//! that difference (`CcKind::Reno` without SACK); with SACK, recovery follows
+//! RFC 6675 for every controller, as in Linux.
+
+use aqm::Time;
+
+use super::{AckSample, CongestionControl, NewReno, Window};
+
+#[derive(Clone, Debug, Default)]
+pub struct Reno(NewReno);
+
+impl CongestionControl for Reno {
+    fn on_ack(&mut self, w: &mut Window, s: &AckSample) {
+        self.0.on_ack(w, s)
+    }
+    fn on_congestion(&mut self, w: &Window, now: Time) -> f64 {
+        self.0.on_congestion(w, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_growth_and_reduction_are_newreno_s() {
+        let s = AckSample { now: Time::ZERO, acked: 4, rtt: None, min_rtt: None, cwnd_limited: true, snd_una: 0, snd_nxt: 0 };
+        let (mut a, mut b) = (Reno::default(), NewReno);
+        for start in [Window { cwnd: 10.0, ssthresh: 12.0 }, Window { cwnd: 30.0, ssthresh: 20.0 }] {
+            let (mut wa, mut wb) = (start, start);
+            for _ in 0..50 {
+                a.on_ack(&mut wa, &s);
+                b.on_ack(&mut wb, &s);
+            }
+            assert_eq!(wa, wb);
+            assert_eq!(a.on_congestion(&wa, Time::ZERO), wa.cwnd / 2.0);
+        }
+    }
+}
