@@ -8,7 +8,7 @@ fn main() {
     let p = &out.packets;
     let mut soj: Vec<i64> = (0..p.len()).filter(|&i| p.event[i] == 1).map(|i| p.sojourn_ns[i]).collect();
     soj.sort();
-    let q = |f: f64| soj[((soj.len() - 1) as f64 * f) as usize] as f64 / 1e6;
+    let q = |f: f64| if soj.is_empty() { f64::NAN } else { soj[((soj.len() - 1) as f64 * f) as usize] as f64 / 1e6 };
     let ls = &out.link_series;
     let util: Vec<f64> = (0..ls.time_ns.len()).filter(|&i| ls.link[i] == 0).map(|i| ls.busy_ns[i] as f64 / 1e8).collect();
     let mean_util = util.iter().sum::<f64>() / util.len() as f64;
