@@ -412,6 +412,20 @@ impl TcpSender {
         out.push(p);
     }
 
+    /// A segment leaves the lost/retransmitted accounting (it was SACKed or
+    /// cumulatively acknowledged): keep the counters behind `pipe` in step.
+    fn release_loss_flags(&mut self, flags: u8) {
+        if flags & LOST != 0 {
+            self.lost_out -= 1;
+            if flags & RETRANS == 0 {
+                self.lost_pending -= 1;
+            }
+        }
+        if flags & RETRANS != 0 {
+            self.retrans_out -= 1;
+        }
+    }
+
     fn mark_lost(&mut self, seq: u64) {
         let s = self.seg_mut(seq);
         if s.flags & (LOST | SACKED) == 0 {
@@ -561,15 +575,7 @@ impl TcpSender {
                     if s.flags & SACKED != 0 {
                         continue;
                     }
-                    if s.flags & LOST != 0 {
-                        self.lost_out -= 1;
-                        if s.flags & RETRANS == 0 {
-                            self.lost_pending -= 1;
-                        }
-                    }
-                    if s.flags & RETRANS != 0 {
-                        self.retrans_out -= 1;
-                    }
+                    self.release_loss_flags(s.flags);
                     if s.flags & EVER_RETRANS == 0 {
                         sack_first_sent = Some(sack_first_sent.map_or(s.sent_at, |t: Time| t.min(s.sent_at)));
                         newest_sent = Some(newest_sent.map_or(s.sent_at, |t: Time| t.max(s.sent_at)));
@@ -594,15 +600,7 @@ impl TcpSender {
                 } else {
                     newly_acked_unsacked += 1;
                 }
-                if s.flags & LOST != 0 {
-                    self.lost_out -= 1;
-                    if s.flags & RETRANS == 0 {
-                        self.lost_pending -= 1;
-                    }
-                }
-                if s.flags & RETRANS != 0 {
-                    self.retrans_out -= 1;
-                }
+                self.release_loss_flags(s.flags);
                 if s.flags & EVER_RETRANS != 0 {
                     retrans_acked = true;
                 } else if s.flags & SACKED == 0 {
