@@ -193,17 +193,11 @@ impl Cubic {
 
 impl CongestionControl for Cubic {
     fn on_ack(&mut self, w: &mut Window, s: &AckSample) {
-        if !s.cwnd_limited {
-            return;
+        // (the sender calls on_ack only with segments delivered, so acked > 0 here
+        // outside slow start)
+        if let Some(acked) = w.after_slow_start(s) {
+            self.congestion_avoidance(w, acked, s);
         }
-        let mut acked = s.acked as f64;
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
-            if acked <= 0.0 {
-                return;
-            }
-        }
-        self.congestion_avoidance(w, acked, s);
     }
 
     fn on_congestion(&mut self, w: &Window, _now: Time) -> f64 {

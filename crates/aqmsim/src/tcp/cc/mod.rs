@@ -40,6 +40,20 @@ impl Window {
         self.cwnd += grow;
         acked - grow
     }
+
+    /// The shared first step of every controller's `on_ack`: no growth unless the
+    /// sender is cwnd-limited; slow start takes what it can; returns the segments
+    /// left for congestion avoidance, if any.
+    pub fn after_slow_start(&mut self, s: &AckSample) -> Option<f64> {
+        if !s.cwnd_limited {
+            return None;
+        }
+        let mut acked = s.acked as f64;
+        if self.in_slow_start() {
+            acked = self.slow_start(acked);
+        }
+        (acked > 0.0).then_some(acked)
+    }
 }
 
 /// What an ACK tells the controller.

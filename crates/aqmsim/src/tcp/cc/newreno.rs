@@ -10,14 +10,8 @@ pub struct NewReno;
 
 impl CongestionControl for NewReno {
     fn on_ack(&mut self, w: &mut Window, s: &AckSample) {
-        if !s.cwnd_limited {
-            return;
-        }
-        let mut acked = s.acked as f64;
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
-        }
-        if acked > 0.0 && !w.in_slow_start() {
+        let Some(acked) = w.after_slow_start(s) else { return };
+        if !w.in_slow_start() {
             // RFC 5681 eq. (3): cwnd += SMSS*SMSS/cwnd per ACK, i.e. 1/cwnd segments
             // per segment acked: one segment per window.
             w.cwnd += acked / w.cwnd;
