@@ -83,7 +83,7 @@ def _vs_ns3(resolved: dict, aqmlab_best: float, a: argparse.Namespace) -> int:
     t.add_column("wall seconds (best)", justify="right")
     t.add_column("queueing delay p50 / p90 (ms)", justify="right")
     t.add_row("aqmlab", f"{aqmlab_best:.3f}", "")
-    q = runs[0].summary["queue_delay_ms"]
+    q = runs[0].summary["bottleneck"]["queue_delay_ms"]
     t.add_row("ns-3", f"{best:.3f}", f"{q['p50']:.1f} / {q['p90']:.1f}")
     Console().print(t)
     Console().print(f"aqmlab is {best / aqmlab_best:.1f} times faster than ns-3 on this scenario")
