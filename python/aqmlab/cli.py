@@ -384,6 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeat", type=int, default=3, help="runs to time (the best and median are reported)")
     b.add_argument("--no-packets", action="store_true", help="turn per-packet records off (record.packets = false)")
     b.add_argument("--vs", choices=["ns3"], default=None, help="also run the scenario's ns-3 twin (pip install 'aqmlab[ns3]') and print the speed ratio")
+    b.add_argument("--suite", action="store_true", help="time the reference scenarios of docs/performance.md (the scenario argument is ignored)")
+    b.add_argument("--json", default=None, metavar="FILE", help="with --suite: also write the figures as JSON")
     b.set_defaults(fn=cmd_bench)
 
     sw = sub.add_parser(
