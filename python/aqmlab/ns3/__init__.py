@@ -202,6 +202,14 @@ def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
         args["aqm"] = "droptail"
     elif kind in ("codel", "fq_codel"):
         args.update(aqm=kind, codel_target_ms=_ms(q["target"]), codel_interval_ms=_ms(q["interval"]))
+        if kind == "fq_codel" and args["buffer"].endswith("B"):
+            # ns-3's FqCoDelQueueDisc counts its limit in packets (a byte limit drops every packet)
+            pkts = max(1, round(int(args["buffer"][:-1]) / (int(tcp["mss"].rstrip("B")) + 40)))
+            diffs.append(f"FQ-CoDel limit: ns-3 counts packets, so the {args['buffer']} buffer becomes {pkts} full-size packets")
+            args["buffer"] = f"{pkts}p"
+        if kind == "fq_codel":
+            args.update(fq_quantum=int(q["quantum"].rstrip("B")), fq_flows=q["flows"])
+            diffs.append(f"FQ-CoDel: ns-3 has {q.get('flows', 1024)} queues hashed from the 5-tuple with a random perturbation; aqmlab hashes flow ids")
     elif kind in ("red", "ared"):
         args.update(aqm=kind, red_mean_pkt=int(q["mean_pkt_size"].rstrip("B")), red_max_p=q["max_p"])
         if kind == "ared":
@@ -213,6 +221,7 @@ def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
             if not all(t.endswith("p") for t in th) or not args["buffer"].endswith("p"):
                 raise NotTranslatable("bottleneck.aqm: RED thresholds translate in packets with a packet-limited buffer only")
             args.update(red_min_th=th[0][:-1], red_max_th=th[1][:-1], red_qw=q["w_q"])
+        diffs.append(f"{kind.upper()}: ns-3's `Wait` option (ns-2's wait_, p_a = p_b / (2 - count p_b)) is off in the twin, so both space drops as Floyd & Jacobson's p_a = p_b / (1 - count p_b)")
         diffs.append(f"{kind.upper()}: both use the automatic thresholds of Floyd, Gummadi & Shenker (min_th = max(5, target x C / 2), max_th = 3 min_th, w_q = 1 - exp(-1/C)); ns-3 keeps them in bytes for a byte-limited queue")
     else:
         raise NotTranslatable(f"bottleneck.aqm.kind: \"{kind}\" has no ns-3 counterpart here")

@@ -49,6 +49,7 @@ bool g_red = false;
 // "Forced drop", "Overlimit drop", "Queue disc limit exceeded") is overflow.
 void Classify(const char* why) {
   std::string r(why);
+  if (getenv("AQMLAB_NS3_REASONS")) fprintf(stderr, "drop: %s\n", why);
   if (r.find("Unforced") != std::string::npos) g_drop_random++;
   else if (r.find("Target exceeded") != std::string::npos) g_drop_det++;
   else if (g_red && r.find("Forced drop") != std::string::npos) g_drop_det++;
@@ -79,6 +80,7 @@ int main(int argc, char* argv[]) {
   std::string buffer = "125000B", accessBuffer = "1000p", aqm = "pie", cc = "cubic", out = "ns3run";
   std::string groups, steps;
   double redMeanPkt = 1500, redTargetMs = 5;
+  uint32_t fqQuantum = 1514, fqFlows = 1024;
   double duration = 300, startLo = 0, startHi = 1;
   double pieTargetMs = 15, pieTupdateMs = 15, pieBurstMs = 150, pieA = 0.125, pieB = 1.25;
   bool pieDqRate = true, sack = true, ecn = false, pieCap = true, pieDerand = false;
@@ -122,6 +124,8 @@ int main(int argc, char* argv[]) {
   cmd.AddValue("red_max_th", "packets (0: automatic)", redMaxTh);
   cmd.AddValue("red_max_p", "", redMaxP);
   cmd.AddValue("red_qw", "", redQw);
+  cmd.AddValue("fq_quantum", "FQ-CoDel quantum (bytes)", fqQuantum);
+  cmd.AddValue("fq_flows", "FQ-CoDel queues", fqFlows);
   cmd.AddValue("red_mean_pkt", "RED mean packet size (bytes)", redMeanPkt);
   cmd.AddValue("red_target_ms", "ARED target delay", redTargetMs);
   cmd.AddValue("groups", "flow groups: bulk:N:LO:HI;cbr:N:LO:HI:BPS:BYTES", groups);
@@ -173,9 +177,11 @@ int main(int argc, char* argv[]) {
                          "Interval", TimeValue(MilliSeconds(codelIntervalMs)), "UseEcn", BooleanValue(ecn));
   } else if (aqm == "fq_codel") {
     tch.SetRootQueueDisc("ns3::FqCoDelQueueDisc", "MaxSize", qsize, "Target", StringValue(std::to_string(codelTargetMs) + "ms"),
-                         "Interval", StringValue(std::to_string(codelIntervalMs) + "ms"), "UseEcn", BooleanValue(ecn));
+                         "Interval", StringValue(std::to_string(codelIntervalMs) + "ms"), "UseEcn", BooleanValue(ecn),
+                         "Flows", UintegerValue(fqFlows));
   } else if (aqm == "red" || aqm == "ared") {
     tch.SetRootQueueDisc("ns3::RedQueueDisc", "MaxSize", qsize, "ARED", BooleanValue(aqm == "ared"), "Gentle", BooleanValue(true),
+                         "Wait", BooleanValue(false),
                          "MinTh", DoubleValue(redMinTh), "MaxTh", DoubleValue(redMaxTh), "LInterm", DoubleValue(1.0 / redMaxP),
                          "QW", DoubleValue(aqm == "ared" ? 0.0 : redQw), "LinkBandwidth", StringValue(rate),
                          "LinkDelay", StringValue(delay), "UseEcn", BooleanValue(ecn), "MeanPktSize", UintegerValue((uint32_t)redMeanPkt),
@@ -185,6 +191,7 @@ int main(int argc, char* argv[]) {
     tch.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", qsize);
   }
   Ptr<QueueDisc> qd = tch.Install(dBn.Get(0)).Get(0);
+  if (aqm == "fq_codel") DynamicCast<FqCoDelQueueDisc>(qd)->SetQuantum(fqQuantum);
   TrafficControlHelper rev;
   rev.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", qsize);
   rev.Install(dBn.Get(1));
