@@ -120,7 +120,8 @@ def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
     """ns-3 arguments for a resolved scenario, and what cannot match exactly."""
     diffs = [
         "ns-3's CUBIC and HyStart follow ns-3's own implementation of the Linux algorithm",
-        "ns-3's point-to-point links add a 2-byte PPP header to every packet (aqmlab: none); TCP options as ns-3 sends them (no timestamps)",
+        "ns-3's point-to-point links add a 2-byte PPP header to every packet (aqmlab: none)",
+        "TCP timestamps on in both (aqmlab's segments echo their send time, RFC 7323); ns-3's 12-byte option comes out of the segment (mss - 12 payload bytes, Linux's 1448 for 1460), so packets keep aqmlab's size on the wire and goodput per packet is 0.8 % lower",
     ]
     groups, tcp = [], None
     for i, g in enumerate(sc["flows"]):

@@ -49,7 +49,7 @@ bool g_red = false;
 // "Forced drop", "Overlimit drop", "Queue disc limit exceeded") is overflow.
 void Classify(const char* why) {
   std::string r(why);
-  if (getenv("AQMLAB_NS3_REASONS")) fprintf(stderr, "drop: %s\n", why);
+  if (getenv("AQMLAB_NS3_REASONS")) fprintf(stderr, "drop %.6f %s\n", Simulator::Now().GetSeconds(), why);
   if (r.find("Unforced") != std::string::npos) g_drop_random++;
   else if (r.find("Target exceeded") != std::string::npos) g_drop_det++;
   else if (g_red && r.find("Forced drop") != std::string::npos) g_drop_det++;
@@ -83,7 +83,7 @@ int main(int argc, char* argv[]) {
   uint32_t fqQuantum = 1514, fqFlows = 1024;
   double duration = 300, startLo = 0, startHi = 1;
   double pieTargetMs = 15, pieTupdateMs = 15, pieBurstMs = 150, pieA = 0.125, pieB = 1.25;
-  bool pieDqRate = true, sack = true, ecn = false, pieCap = true, pieDerand = false;
+  bool pieDqRate = true, sack = true, ecn = false, pieCap = true, pieDerand = false, timestamps = true;
   uint32_t pieMeanPkt = 1500, pieDqThresh = 16384;
   double codelTargetMs = 5, codelIntervalMs = 100, delackMs = 40, rtoMinMs = 200;
   double redMinTh = 0, redMaxTh = 0, redMaxP = 0.1, redQw = 0.002;
@@ -104,6 +104,7 @@ int main(int argc, char* argv[]) {
   cmd.AddValue("iw", "initial window", iw);
   cmd.AddValue("mss", "segment size", mss);
   cmd.AddValue("sack", "SACK", sack);
+  cmd.AddValue("timestamps", "TCP timestamps (RFC 7323; the segment then carries mss - 12 bytes, as Linux's)", timestamps);
   cmd.AddValue("ecn", "ECN", ecn);
   cmd.AddValue("ack_every", "delayed ACK count", ackEvery);
   cmd.AddValue("delack_ms", "delayed ACK timeout", delackMs);
@@ -136,14 +137,17 @@ int main(int argc, char* argv[]) {
   RngSeedManager::SetRun(seed);
 
   Config::SetDefault("ns3::TcpL4Protocol::SocketType", StringValue(cc == "newreno" ? "ns3::TcpNewReno" : "ns3::TcpCubic"));
-  Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(mss));
+  // With timestamps the 12-byte option comes out of the segment, so that packets keep
+  // aqmlab's size on the wire (Linux: MSS 1448 on a 1500-byte MTU).
+  uint32_t segment = timestamps ? mss - 12 : mss;
+  Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segment));
   Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(iw));
   Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(ackEvery));
   Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(MilliSeconds(delackMs)));
   Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(1 << 27));
   Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1 << 27));
   Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(sack));
-  Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(false));
+  Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(timestamps));
   Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(rtoMinMs)));
   Config::SetDefault("ns3::TcpSocketBase::UseEcn", StringValue(ecn ? "On" : "Off"));
 
@@ -239,7 +243,7 @@ int main(int argc, char* argv[]) {
       } else {
         BulkSendHelper src(factory, InetSocketAddress(iDown.GetAddress(1), port));
         src.SetAttribute("MaxBytes", UintegerValue(0));
-        src.SetAttribute("SendSize", UintegerValue(mss * 16));
+        src.SetAttribute("SendSize", UintegerValue(segment * 16));
         a = src.Install(nodes.Get(0));
       }
       a.Start(Seconds(at));
