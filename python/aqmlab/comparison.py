@@ -445,7 +445,9 @@ def _panel_colors(panels: list[tuple[str, list[Series]]], opt: Options) -> dict[
 def _grid_axes(plt, n: int, width: float = 4.2, height: float = 3.4, sharex=True, sharey=True):
     cols = min(n, 3)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols + 0.6, height * rows + 0.4), sharex=sharex, sharey=sharey, squeeze=False)
+    # room between rows for the x labels of each panel and the titles of the next row
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols + 0.6, height * rows + 0.4), sharex=sharex, sharey=sharey, squeeze=False,
+                             gridspec_kw={"hspace": 0.45} if rows > 1 else None)
     flat = axes.ravel()
     for ax in flat[n:]:
         ax.set_visible(False)

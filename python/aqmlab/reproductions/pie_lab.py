@@ -16,7 +16,7 @@ a 1000-packet queue limit. The tests, each a built-in scenario:
 Each test has its own base scenario: the levels of the Test axis set `scenario`.
 The slides show single lab runs and state no numbers but the target; their claims are
 qualitative, and the checks below are ours (docs/reproductions.md). We run 10 seeds
-of 100 s per test and AQM.
+of 100 s per test and AQM, and leave the first 10 s (the start-up) out of the summaries.
 """
 
 from . import Axis, Claim, Figure, Quick, Reproduction, Stat, WindowDelay, above, approx, below
@@ -66,6 +66,9 @@ EXPERIMENT = Reproduction(
     requires=["scenario:pie-lab-5tcp"],
     axes=[TEST, AQM],
     seeds=10,
+    # the claims are about the control in steady state: the first 10 s (every flow in slow
+    # start at once into a 1000-packet buffer) are left out of the summaries (ours)
+    set={"metrics.warmup": "10s"},
     quick=Quick(seeds=1, set={"duration": "60s"}),
     label="{AQM}, {Test}",
     figures=[
@@ -110,10 +113,16 @@ EXPERIMENT = Reproduction(
               WindowDelay(50, at("PIE", CAP), 60, 100), approx(30, 10), "ms"),
         Claim("CoDel, Varying Capacity", "50 → 10 Mbps: CoDel can't keep the latency low through the change (95th percentile 10 s after the drop, CoDel − PIE)", "> 0",
               WindowDelay(95, at("CoDel", CAP), 50, 60) - WindowDelay(95, at("PIE", CAP), 50, 60), above(0, 10), "ms"),
+        # the same two claims without the first 2 s after the change, when the queue fills at
+        # 5x the new rate before any AQM's signal can reach the senders (one RTT at least)
+        Claim("PIE, Varying Capacity", "50 → 10 Mbps: PIE keeps the latency low after the change (95th percentile, 52-100 s)", "low",
+              WindowDelay(95, at("PIE", CAP), 52, 100), below(60, 30), "ms", note="'low' read as below twice the 30 ms target"),
+        Claim("CoDel, Varying Capacity", "50 → 10 Mbps: CoDel loses control after the change (95th percentile, 52-100 s, CoDel − PIE)", "> 0",
+              WindowDelay(95, at("CoDel", CAP), 52, 100) - WindowDelay(95, at("PIE", CAP), 52, 100), above(0, 10), "ms"),
     ],
     notes=[
         "The slides state no number but PIE's 30 ms target; every check here is ours, read from their sentences (docs/reproductions.md).",
-        "Mean queueing delay: mean over seeds of each run's mean per-packet sojourn after the warm-up.",
+        "Mean queueing delay: mean over seeds of each run's mean per-packet sojourn after a 10 s warm-up (ours: the start-up, all flows in slow start at once into 1000 packets, is not what the slides' claims are about).",
         "The quick variant runs 60 s: the capacity still falls at 50 s, so the 60-100 s claim has no data in it.",
     ],
 )
