@@ -126,7 +126,7 @@ def test_madpie_rtt_mix_keeps_the_classes_apart(monkeypatch, tmp_path):
     short(monkeypatch, "madpie-rtt-mix", 1, "20s")
     r = rp.reproduce("madpie-rtt-mix", out=tmp_path / "r", quick=True, jobs=2, progress=False)
     assert r.runs == 3 and r.failed == 0
-    data, by = claims_of(tmp_path / "r")
+    data, _ = claims_of(tmp_path / "r")
     from aqmlab import comparison
 
     series = comparison.group(comparison.find_runs([tmp_path / "r"]), "{AQM}")
@@ -145,11 +145,12 @@ def test_madpie_rtt_mix_keeps_the_classes_apart(monkeypatch, tmp_path):
 
 
 def test_pie_lab_runs_each_test_on_its_scenario(monkeypatch, tmp_path):
-    # the capacity change must fall inside the run: at 3 s (to 10 Mbps, a no-op on the 10 Mbps tests)
-    short(monkeypatch, "pie-lab", 1, "6s", **{"bottleneck.schedule": [{"at": "3s", "rate": "10Mbps"}]})
+    # the capacity change must fall inside the run: at 3 s (to 10 Mbps, a no-op on the 10 Mbps
+    # tests); the warm-up too
+    short(monkeypatch, "pie-lab", 1, "6s", **{"bottleneck.schedule": [{"at": "3s", "rate": "10Mbps"}], "metrics.warmup": "1s"})
     r = rp.reproduce("pie-lab", out=tmp_path / "r", quick=True, jobs=2, progress=False)
     assert r.runs == 12 and r.failed == 0
-    data, by = claims_of(tmp_path / "r")
+    data, _ = claims_of(tmp_path / "r")
     runs = [json.loads(p.read_text()) for p in (tmp_path / "r" / "runs").glob("*/scenario.json")]
     names = sorted({(sc["name"], sc["flows"][0]["count"], len(sc["flows"])) for sc in runs})
     assert names == [("pie-lab-5tcp", 5, 1), ("pie-lab-capacity", 100, 1), ("pie-lab-intensity", 20, 1), ("pie-lab-intensity", 50, 1),

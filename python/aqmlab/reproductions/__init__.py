@@ -540,6 +540,17 @@ def _cached(s: Any, key: Any, make: Callable[[], Any]) -> Any:
     return cache[key]
 
 
+def _percentile(ctx: "Context", where: Mapping[str, Any], q: float, values: Callable[[Any], Optional[np.ndarray]], scale: float = 1.0):
+    """The q-th percentile (times `scale`) of `values(series)` for the series at `where`."""
+    s = ctx.series(where)
+    if s is None:
+        return None
+    x = values(s)
+    if x is None or not len(x):
+        return None
+    return float(np.percentile(x, q)) * scale, None, len(s.runs)
+
+
 @dataclass
 class ClassDelay(Measure):
     """A percentile of the queueing delay (ms) of the packets of some traffic classes (by
@@ -551,13 +562,7 @@ class ClassDelay(Measure):
     where: Mapping[str, Any]
 
     def value(self, ctx):
-        s = ctx.series(self.where)
-        if s is None:
-            return None
-        x = _cached(s, ("class_delays", tuple(self.classes)), lambda: s.class_delays(self.classes))
-        if x is None or not len(x):
-            return None
-        return float(np.percentile(x, self.q)), None, len(s.runs)
+        return _percentile(ctx, self.where, self.q, lambda s: _cached(s, ("class_delays", tuple(self.classes)), lambda: s.class_delays(self.classes)))
 
     def describe(self):
         return f"{self.q:g}th percentile of the queueing delay of classes {', '.join(self.classes)}, seeds pooled ({_where(self.where)})"
@@ -576,9 +581,9 @@ class Download(Measure):
     scale: float = 1.0
 
     def value(self, ctx):
-        s = ctx.series(self.where)
-        if s is None:
-            return None
+        return _percentile(ctx, self.where, self.q, self._times, self.scale)
+
+    def _times(self, s) -> Optional[np.ndarray]:
         t = _cached(s, "transfers", s.transfers)
         if t is None:
             return None
@@ -587,10 +592,7 @@ class Download(Measure):
         if self.classes:
             t = t[t["class"].astype(str).isin(list(self.classes))]
         x = t["download_time_s"].to_numpy(float)
-        x = x[~np.isnan(x)]
-        if not len(x):
-            return None
-        return float(np.percentile(x, self.q)) * self.scale, None, len(s.runs)
+        return x[~np.isnan(x)]
 
     def describe(self):
         what = f"{self.size_bytes} B files" if self.size_bytes is not None else "all files"
@@ -609,9 +611,9 @@ class WindowDelay(Measure):
     end_s: float
 
     def value(self, ctx):
-        s = ctx.series(self.where)
-        if s is None:
-            return None
+        return _percentile(ctx, self.where, self.q, self._delays)
+
+    def _delays(self, s) -> np.ndarray:
         from ..comparison import DEQUEUES
 
         parts = []
@@ -621,10 +623,7 @@ class WindowDelay(Measure):
                 continue
             t = df["time_s"].to_numpy(float)
             parts.append(df["sojourn_ms"].to_numpy(float)[(t >= self.start_s) & (t < self.end_s)])
-        x = np.concatenate(parts) if parts else np.array([])
-        if not len(x):
-            return None
-        return float(np.percentile(x, self.q)), None, len(s.runs)
+        return np.concatenate(parts) if parts else np.array([])
 
     def describe(self):
         return f"{self.q:g}th percentile of the queueing delay in [{self.start_s:g}, {self.end_s:g}) s, seeds pooled ({_where(self.where)})"

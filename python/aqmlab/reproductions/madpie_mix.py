@@ -14,10 +14,12 @@ file size (§IV-C) and the bulk goodput (§IV-D).
 """
 
 from . import Axis, Claim, ClassDelay, Download, Figure, Quick, Reproduction, Stat, above, approx, below, largest, smallest
+from . import madpie_proof as proof
 
-PIE = {"kind": "pie", "target": "20ms", "tupdate": "30ms", "max_burst": "100ms"}
+# PIE as in §III: target 20 ms, update interval 30 ms, the 100 ms burst allowance (§IV-A: the same).
+PIE = proof.PIE
 # MADPIE = PIE's parameters plus tau_DD (Kuhn & Ros §IV-A: tau_DD = 25 ms).
-MADPIE = {"kind": "madpie", "pie": {"target": "20ms", "tupdate": "30ms", "max_burst": "100ms"}, "tau_dd": "25ms"}
+MADPIE = {**proof.MADPIE, "tau_dd": "25ms"}
 
 AQMS = ("DropTail", "PIE", "MADPIE")
 AQM = Axis(

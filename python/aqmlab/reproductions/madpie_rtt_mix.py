@@ -17,11 +17,13 @@ Fig. 10), the downloads on each path (§V-C, Fig. 11), the bulk flows on each pa
 from . import (
     Axis, Claim, ClassDelay, Download, Figure, Quick, Reduction, Reproduction, Stat, above, approx, below, largest, smallest,
 )
+from . import madpie_proof as proof
 
-PIE = {"kind": "pie", "target": "20ms", "tupdate": "30ms", "max_burst": "100ms"}
+# PIE as in §III: target 20 ms, update interval 30 ms, the 100 ms burst allowance (§IV-A: the same).
+PIE = proof.PIE
 # MADPIE = PIE's parameters plus tau_DD (Kuhn & Ros §V-A: "the parameterization of PIE
 # and MADPIE ... as in §IV", tau_DD = 25 ms).
-MADPIE = {"kind": "madpie", "pie": {"target": "20ms", "tupdate": "30ms", "max_burst": "100ms"}, "tau_dd": "25ms"}
+MADPIE = {**proof.MADPIE, "tau_dd": "25ms"}
 # CoDel with its default target (5 ms, §V-B) and interval (100 ms, §I).
 CODEL = {"kind": "codel", "target": "5ms", "interval": "100ms"}
 
