@@ -34,6 +34,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from . import _core
 from .scenario import ScenarioLike, Source, source
 
+LEVEL_SCENARIO = "scenario"  # the override key by which a level replaces the base scenario
 SPEC_KEYS = ("name", "description", "scenario", "seeds", "set", "vary", "zip", "levels")
 
 
@@ -223,7 +224,9 @@ class Grid:
         return n * (len(self.seeds) if self.seeds else 1)
 
     def source(self) -> Source:
-        sc = self.scenario
+        return self._source_of(self.scenario)
+
+    def _source_of(self, sc: ScenarioLike) -> Source:
         if isinstance(sc, (str, Path)) and self.base_dir is not None:
             p = self.base_dir / str(sc)
             builtins = dict(_core.builtin_scenarios())
@@ -254,10 +257,13 @@ class Grid:
                 params.update(lv.params)
                 overrides.update(lv.overrides)
                 requires.extend(lv.requires)
+            # a level may name its own base scenario (`scenario`), e.g. the several tests of
+            # one paper; its other overrides apply to that base
+            csrc = self._source_of(overrides.pop(LEVEL_SCENARIO)) if LEVEL_SCENARIO in overrides else src
             over = [f"{k}={toml_literal(v)}" for k, v in overrides.items()]
             for s in seeds:
                 try:
-                    resolved = json.loads(_core.resolve_scenario(src.text, src.format, over, s))
+                    resolved = json.loads(_core.resolve_scenario(csrc.text, csrc.format, over, s))
                 except _core.ScenarioError as e:
                     where = ", ".join(f"{k}={display(v)}" for k, v in params.items())
                     raise _core.ScenarioError(f"{e} (in the sweep combination {where or 'base'}{'' if s is None else f', seed {s}'})") from None
