@@ -47,6 +47,7 @@ _S3_AQMS = {
     "ared": "bottleneck.aqm={kind=\"ared\"}",
     "droptail": "bottleneck.aqm={kind=\"droptail\"}",
 }
+_UDP_ONLY = 'flows=[{name="udp",kind="cbr",count=2,rate="6Mbps",packet_size="1500B",start={uniform=["0s","1s"]}}]'
 _AQM_TITLE = {"pie": "PIE", "codel": "CoDel", "fq_codel": "FQ-CoDel", "ared": "ARED", "droptail": "DropTail"}
 
 STANDARD: list[Case] = [
@@ -54,6 +55,12 @@ STANDARD: list[Case] = [
          (over, f"bottleneck.delay={(rtt - 4) // 2}ms"))
     for rtt in (100, 500)
     for aqm, over in _S3_AQMS.items()
+] + [
+    # The AQMs alone, without TCP: two unresponsive 6 Mbps floods on 10 Mbps (20 %
+    # overload) for 100 s. Any difference here is the AQM implementations', not TCP's.
+    Case(f"open-loop-{aqm}", f"{_AQM_TITLE[aqm]} alone: 2 UDP floods of 6 Mbps on 10 Mbps, 1000-packet buffer", "pie-lab-udp",
+         (over, _UDP_ONLY))
+    for aqm, over in _S3_AQMS.items() if aqm != "droptail"
 ] + [
     Case("udp-floods", "PIE slides: 5 CUBIC flows + 2 UDP floods of 6 Mbps, PIE 30 ms", "pie-lab-udp"),
     Case("capacity-drop", "PIE slides: 100 CUBIC flows, 50 -> 10 Mbps at 50 s, PIE 30 ms", "pie-lab-capacity"),
