@@ -297,6 +297,8 @@ def emulate(
             **{k: em[k] for k in ("run_id", "kernel", "bottleneck_cpu_seconds", "delivery_lateness_us", "bottleneck_realtime", "ignored_packets", "write_errors")},
             # deliveries more than 1 ms late (the first 100 are listed in the metadata)
             "stalls": len(em["stalls_ns"]),
+            # the senders' namespace's non-zero TcpExt counters (HyStart, RACK, TLP, ...)
+            "sender_tcp_counters": send.get("counters", {}),
         }
         return result
     finally:

@@ -94,6 +94,23 @@ def congestion_control(sock: socket.socket) -> str:
     return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0", 1)[0].decode()
 
 
+def tcp_counters() -> dict[str, int]:
+    """The namespace's non-zero TCP counters (/proc/net/netstat TcpExt: HyStart
+    detections, RACK and tail loss probes, SACK recoveries, ...): which of the
+    kernel's mechanisms acted during the run."""
+    out: dict[str, int] = {}
+    try:
+        lines = open("/proc/net/netstat").read().splitlines()
+    except OSError:
+        return out
+    for names, values in zip(lines[::2], lines[1::2]):
+        if names.startswith("TcpExt:") and values.startswith("TcpExt:"):
+            for k, v in zip(names.split()[1:], values.split()[1:]):
+                if v.isdigit() and int(v):
+                    out[k] = int(v)
+    return out
+
+
 def wait_for_go(plan: dict[str, Any]) -> None:
     """Block until the parent sends `go <t0_ns>` on stdin: the run's start."""
     words = sys.stdin.readline().split()
@@ -473,7 +490,7 @@ def send_main(plan: dict[str, Any], out: str) -> None:
     for s in list(socks.values()):
         s.close()
     with open(out, "w") as fh:
-        json.dump({"rows": rows, "final": {str(k): v for k, v in final.items()}, "errors": errors, "per_download": per_download}, fh)
+        json.dump({"rows": rows, "final": {str(k): v for k, v in final.items()}, "errors": errors, "per_download": per_download, "counters": tcp_counters()}, fh)
 
 
 def main(argv: list[str]) -> int:
