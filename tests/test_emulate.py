@@ -525,3 +525,18 @@ def test_group_paths_and_a_capacity_schedule(tmp_path):
     assert np.mean(np.abs(before["throughput_mbps"] - 20.0) < 0.2) >= 0.9, before["throughput_mbps"]
     assert np.mean(np.abs(after["throughput_mbps"] - 5.0) < 0.15) >= 0.9, after["throughput_mbps"]
     assert r.summary["bottleneck"]["utilization"]["p50"] > 0.99
+
+
+@needs_emulation
+def test_ecn_capable_cbr_datagrams_arrive_with_the_ce_mark(tmp_path):
+    # an ECT(0) flood through PIE with ECN: PIE marks while its probability is below
+    # 10 % (RFC 8033 §5.1); the receiver sees CE on the datagrams that were marked
+    text = CBR_SCENARIO.replace('buffer = "50pkts"', 'buffer = "200pkts"\naqm = { kind = "pie", ecn = true }').replace(
+        'rate = "12Mbps"', 'rate = "10.5Mbps"\necn = true'
+    )
+    r = emulate(_toml(tmp_path, text))
+    dg = r.datagrams.to_pandas()
+    flood = dg[dg["class"] == "flood"]
+    marks = int(r.raw["flows"]["marks"][1])
+    assert marks > 0 and 0 < flood["ce"].sum() <= marks
+    assert not dg[dg["class"] == "voip"]["ce"].any()  # not ECN-capable: never marked

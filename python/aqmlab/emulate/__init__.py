@@ -237,7 +237,14 @@ def emulate(
             raise EmulationError(f"the bottleneck process did not start (exit code {b.poll()})")
         # the namespaces exist only while the bottleneck process does (see netns.leftovers)
         netns.build(names, ecn, slow_start_after_idle=ssai != {False})
-        netns.attach(names)
+        try:
+            netns.attach(names)
+        except EmulationError:
+            # its devices vanish with it: say so rather than that a device is missing
+            time.sleep(0.1)
+            if b.poll() is not None:
+                raise EmulationError(f"the bottleneck process died (exit code {b.poll()}); the run is lost") from None
+            raise
         plan = {
             "duration_ns": duration_ns,
             "interval_ns": interval_ns,
