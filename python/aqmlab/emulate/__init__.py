@@ -306,6 +306,11 @@ def emulate(
             "stalls": len(em["stalls_ns"]),
             # the senders' namespace's non-zero TcpExt counters (HyStart, RACK, TLP, ...)
             "sender_tcp_counters": send.get("counters", {}),
+            # over all TCP flows (tcp_info): seconds busy sending, and of those limited
+            # by the receiver's window or by the send buffer
+            "sender_limits_s": {
+                k: sum(v.get(f"{k}_us", 0) for v in send["final"].values()) / 1e6 for k in ("busy", "rwnd_limited", "sndbuf_limited")
+            },
         }
         return result
     finally:

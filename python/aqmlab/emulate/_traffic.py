@@ -84,6 +84,11 @@ def tcp_info(sock: socket.socket) -> dict[str, int] | None:
         "bytes_acked": struct.unpack_from("Q", b, 120)[0],
         "min_rtt_us": u32(148),
         "data_segs_out": u32(156),
+        # time (us) the connection was busy sending, limited by the receive window,
+        # limited by the send buffer (RFC 4898's tcpEStatsPerf*; Linux 4.10)
+        "busy_us": struct.unpack_from("Q", b, 168)[0] if len(b) >= 192 else 0,
+        "rwnd_limited_us": struct.unpack_from("Q", b, 176)[0] if len(b) >= 192 else 0,
+        "sndbuf_limited_us": struct.unpack_from("Q", b, 184)[0] if len(b) >= 192 else 0,
         # tcpi_total_rto (Linux 6.7): retransmission timeouts over the connection
         "total_rto": struct.unpack_from("H", b, 240)[0] if len(b) >= 242 else 0,
     }
@@ -291,7 +296,7 @@ class _Totals:
     """A flow's sender counters over all its connections (downloads open many)."""
 
     def __init__(self) -> None:
-        self.closed: dict[str, int] = {"total_retrans": 0, "total_rto": 0, "data_segs_out": 0}
+        self.closed: dict[str, int] = {k: 0 for k in ("total_retrans", "total_rto", "data_segs_out", "busy_us", "rwnd_limited_us", "sndbuf_limited_us")}
         self.last: dict[str, int] | None = None
         self.min_rtt_us: int | None = None
 
