@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -158,12 +159,12 @@ def _start_cli_run(tmp_path) -> tuple[subprocess.Popen, str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+    # the run's id from its bottleneck's command line (other emulations may be running
+    # on the machine: their namespaces are not this run's)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        ours = [n for n in netns.namespaces() if n.startswith(netns.PREFIX)]
-        kids = _child_bottlenecks(p.pid)
-        if kids and ours:
-            run_ids = {n.split("-")[1] for n in ours}
+        ids = {m.group(1) for k in _child_bottlenecks(p.pid) for m in [re.search(r"aqmlab-emulate-([0-9a-f]+)-", netns._cmdline(k))] if m}
+        if ids and all(f"{netns.PREFIX}{i}-snd" in netns.namespaces() for i in ids):
             break
         time.sleep(0.05)
     else:
@@ -171,7 +172,7 @@ def _start_cli_run(tmp_path) -> tuple[subprocess.Popen, str]:
         pytest.fail("the emulation did not start")
     time.sleep(2.0)  # mid-run: traffic is flowing
     assert p.poll() is None
-    (run_id,) = run_ids
+    (run_id,) = ids
     return p, run_id
 
 
