@@ -46,6 +46,9 @@ class Axis:
     levels: Mapping[str, Mapping[str, Any]]
     requires: Mapping[str, Sequence[str]] = field(default_factory=dict)
     note: Mapping[str, str] = field(default_factory=dict)  # why a level is there (e.g. "not in the paper")
+    # crossed only with these levels of other axes (axis -> levels); recorded as "–"
+    # elsewhere. A level may also set "scenario" to run on another built-in base.
+    when: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,9 @@ class Measure:
 
     def __sub__(self, other: "Measure") -> "Measure":
         return Diff(self, other)
+
+    def __truediv__(self, other: "Measure") -> "Measure":
+        return Ratio(self, other)
 
 
 def _where(w: Mapping[str, Any]) -> str:
@@ -232,7 +238,7 @@ class Reproduction:
     set: Mapping[str, Any] = field(default_factory=dict)
     quick: Quick = field(default_factory=Quick)
     requires: Sequence[str] = ()
-    label: Optional[str] = None  # series label format, e.g. "{AQM}, RTT {RTT}"
+    label: Union[str, Callable[[Mapping[str, Any]], str], None] = None  # series label format, e.g. "{AQM}, RTT {RTT}", or a function of the axis values
     seeds_note: str = ""
     notes: Sequence[str] = ()
 
@@ -391,7 +397,7 @@ def grid_for(e: Reproduction, quick: bool, seeds: Optional[int] = None, cat: Opt
                 keep[lab] = ov
         if not keep:
             raise RuntimeError(f"reproduce {e.name}: every level of {a.name} needs a missing feature")
-        g.named(a.name, keep)
+        g.named(a.name, keep, when=a.when or None)
     n = seeds or (e.quick.seeds if quick else e.seeds)
     g.seeds = list(range(1, n + 1))
     return g, skipped
@@ -526,3 +532,82 @@ def main(name: str, *, out=None, quick=False, jobs=None, cluster=None, console=N
             console.print(f"[dim]{s}[/dim]")
         console.print(f"{r.runs} runs ({r.failed} failed) in {r.seconds:.1f} s; wrote {r.out}/claims.md, claims.json, report.html, figures/")
     return 1 if r.failed else 0
+
+
+# -- measures added for seeds 002-004 (appended) ------------------------------------------
+
+
+@dataclass
+class PerRun(Measure):
+    """`fn(run)` (a `comparison.Run`) for each run of one series, mean ± sd over the seeds;
+    `what` names it in claims.json. For figures summary.json does not hold (a class's
+    loss from the packet records, a receiver's revert time from the flow series)."""
+
+    fn: Callable[[Any], Optional[float]]
+    where: Mapping[str, Any]
+    what: str
+
+    def _values(self, ctx) -> Optional[dict[int, float]]:
+        s = ctx.series(self.where)
+        if s is None:
+            return None
+        out = {}
+        for r in s.runs:
+            v = self.fn(r)
+            if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                out[r.seed] = float(v)
+        return out or None
+
+    def value(self, ctx):
+        v = self._values(ctx)
+        if not v:
+            return None
+        x = list(v.values())
+        return float(np.mean(x)), (float(np.std(x, ddof=1)) if len(x) > 1 else None), len(x)
+
+    def describe(self):
+        return f"mean over seeds of {self.what} ({_where(self.where)})"
+
+
+@dataclass
+class SeedRatio(Measure):
+    """a / b seed by seed (the runs of two series paired by their seed), mean ± sd:
+    e.g. the CE-mark rate with ECN over the drop rate without it (Khademi, Ros & Welzl)."""
+
+    a: PerRun
+    b: PerRun
+
+    def value(self, ctx):
+        va, vb = self.a._values(ctx), self.b._values(ctx)
+        if not va or not vb:
+            return None
+        x = [va[k] / vb[k] for k in sorted(set(va) & set(vb)) if vb[k]]
+        if not x:
+            return None
+        return float(np.mean(x)), (float(np.std(x, ddof=1)) if len(x) > 1 else None), len(x)
+
+    def describe(self):
+        return f"seed by seed ({self.a.describe()}) / ({self.b.describe()})"
+
+    def wheres(self):
+        return self.a.wheres() + self.b.wheres()
+
+
+@dataclass
+class Ratio(Measure):
+    """The ratio of two measures' values (means over seeds)."""
+
+    a: Measure
+    b: Measure
+
+    def value(self, ctx):
+        va, vb = self.a.value(ctx), self.b.value(ctx)
+        if va is None or vb is None or not vb[0]:
+            return None
+        return va[0] / vb[0], None, min(va[2], vb[2])
+
+    def describe(self):
+        return f"({self.a.describe()}) / ({self.b.describe()})"
+
+    def wheres(self):
+        return self.a.wheres() + self.b.wheres()
