@@ -201,8 +201,8 @@ class Series:
     def label(self, exclude: Iterable[str] = ()) -> str:
         ex = set(exclude)
         vals = {k: v for k, v in self.values.items() if k not in ex}
-        if callable(self.fmt) and not ex:
-            return self.fmt({k: _fmt_value(v) for k, v in self.values.items()})
+        if callable(self.fmt):
+            return self.fmt({k: _fmt_value(v) for k, v in self.values.items() if k not in ex})
         if self.fmt and not ex:
             try:
                 return self.fmt.format(**{k.replace(".", "_"): _fmt_value(v) for k, v in self.values.items()})

@@ -611,3 +611,14 @@ class Ratio(Measure):
 
     def wheres(self):
         return self.a.wheres() + self.b.wheres()
+
+
+def levels_label(skip: Sequence[str] = ()) -> Callable[[Mapping[str, Any]], str]:
+    """A series label: the axis levels of the series joined by commas, leaving out the
+    axes named in `skip` and the axes not crossed with it ("–")."""
+    from ..grid import NOT_CROSSED
+
+    def label(values: Mapping[str, Any]) -> str:
+        return ", ".join(str(v) for k, v in values.items() if k not in skip and str(v) != NOT_CROSSED)
+
+    return label
