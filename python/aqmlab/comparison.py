@@ -884,22 +884,43 @@ def drop_prob_time(series: list[Series], opt: Options):
     return _time_panels(series, opt, one, "dropping probability", "Dropping probability over time (one run per series)")
 
 
+def transfer_rates(r: Run, classes: Optional[Sequence[str]] = None) -> list[tuple[float, float, bool]]:
+    """(size in bytes, average rate in Mbps, finished) of each single transfer of a run
+    (flows of kind "transfer"): size over download time when it finished, else the
+    bytes delivered by the end of the run over the time since its request."""
+    t = r.table("transfers", ["flow", "class", "size_bytes", "request_s", "download_time_s"])
+    fl = r.table("flows", ["flow", "kind", "bytes_delivered"])
+    if t is None or fl is None:
+        return []
+    single = set(fl.loc[fl["kind"] == "transfer", "flow"].tolist())
+    got = dict(zip(fl["flow"], fl["bytes_delivered"]))
+    end = float(r.summary["sim_seconds"])
+    out = []
+    for flow, cls, size, req, dt in zip(t["flow"], t["class"].astype(str), t["size_bytes"].astype(float), t["request_s"].astype(float), t["download_time_s"].astype(float)):
+        if flow not in single or (classes is not None and cls not in classes):
+            continue
+        if dt == dt and dt > 0:  # finished
+            out.append((size, size * 8 / dt / 1e6, True))
+        elif end > req:
+            out.append((size, got.get(flow, 0) * 8 / (end - req) / 1e6, False))
+    return out
+
+
 def transfer_rate_by_size(series: list[Series], opt: Options):
-    """Popovsky Figs. 5-6: the average rate (size / download time) of a late transfer
+    """Popovsky Figs. 5-6: the average rate of a late transfer (size / download time)
     against its size, one line per value of the series key named by `facet` (the
-    experiment), points at the sizes run; mean over seeds."""
+    experiment), points at the sizes run, mean over seeds; a hollow marker where the
+    transfer had not finished by the end of the run (its rate so far)."""
     key = opt.facet
-    lines: dict[str, list[tuple[float, float]]] = {}
-    colors: dict[str, str] = {}
+    lines: dict[str, list[tuple[float, float, bool]]] = {}
     for s in series:
-        t = s.transfers()
-        if t is None:
+        rows = [x for r in s.runs for x in transfer_rates(r)]
+        if not rows:
             continue
         name = _fmt_value(s.get(key)) if key else s.label()
-        colors.setdefault(name, s.color)
-        rate = t["size_bytes"].to_numpy(float) * 8 / t["download_time_s"].to_numpy(float) / 1e6
-        for sz in np.unique(t["size_bytes"].to_numpy(float)):
-            lines.setdefault(name, []).append((sz, float(rate[t["size_bytes"].to_numpy(float) == sz].mean())))
+        for sz in sorted({x[0] for x in rows}):
+            sel = [x for x in rows if x[0] == sz]
+            lines.setdefault(name, []).append((sz, float(np.mean([x[1] for x in sel])), all(x[2] for x in sel)))
     if not lines:
         return None
     plt, STYLE = _plt()
@@ -908,7 +929,11 @@ def transfer_rate_by_size(series: list[Series], opt: Options):
         fig, ax = plt.subplots(figsize=(7.2, 4.4))
         for (name, pts), c in zip(lines.items(), pal):
             pts = sorted(pts)
-            ax.plot([p[0] / 1e3 for p in pts], [p[1] for p in pts], marker="o", color=c, lw=1.5, label=name)
+            ax.plot([p[0] / 1e3 for p in pts], [p[1] for p in pts], color=c, lw=1.5, label=name)
+            for p in pts:
+                ax.plot([p[0] / 1e3], [p[1]], marker="o", color=c, mfc=c if p[2] else "white", ms=6)
+        if any(not p[2] for pts in lines.values() for p in pts):
+            ax.plot([], [], marker="o", color="grey", mfc="white", ls="", label="not finished by the end of the run (rate so far)")
         ax.set_xscale("log")
         ax.set_xlabel("size of the late transfer (kB, log scale)")
         ax.set_ylabel("average rate of the late transfer (Mbps)")
@@ -940,7 +965,7 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec("download_time_by_size", download_time_by_size, "Download time of the files up to 160 kB by size (10 kB bins, at least 3 files per point): mean and standard deviation, seeds pooled (Jou, Tan & Baras Fig. 9)."),
         FigureSpec("backlog_time", backlog_time, "Queue length at the bottleneck per record interval and its moving average, one run per series; fixed RED thresholds dashed (Jou, Tan & Baras Fig. 10)."),
         FigureSpec("drop_prob_time", drop_prob_time, "The AQM's dropping probability per record interval and its moving average, one run per series (Jou, Tan & Baras Fig. 11)."),
-        FigureSpec("transfer_rate_by_size", transfer_rate_by_size, "Average rate (size over download time) of a late-arriving transfer against its size, one line per experiment (Popovsky Figs. 5-6)."),
+        FigureSpec("transfer_rate_by_size", transfer_rate_by_size, "Average rate (size over download time) of a late-arriving transfer against its size, one line per experiment; hollow markers: not finished by the end of the run, rate so far (Popovsky Figs. 5-6)."),
         FigureSpec("flow_traces", flow_traces, "Per-connection traces of one run per series: data delivered, RTT samples, segments in flight (Popovsky, Palermo Figs. 2-6)."),
     ]
 }

@@ -223,6 +223,7 @@ class Claim:
 class Quick:
     seeds: int = 2
     set: Mapping[str, Any] = field(default_factory=dict)
+    levels: Mapping[str, Sequence[str]] = field(default_factory=dict)  # axis -> the levels the quick variant keeps (default: all)
 
 
 @dataclass
@@ -390,6 +391,8 @@ def grid_for(e: Reproduction, quick: bool, seeds: Optional[int] = None, cat: Opt
     for a in e.axes:
         keep = {}
         for lab, ov in a.levels.items():
+            if quick and a.name in e.quick.levels and lab not in e.quick.levels[a.name]:
+                continue
             miss = missing(a.requires.get(lab, ()), cat)
             if miss:
                 skipped.append(f"{a.name} {lab}: skipped, this build lacks {'; '.join(miss)}")

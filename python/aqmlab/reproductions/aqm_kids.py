@@ -209,7 +209,7 @@ EXPERIMENT = Reproduction(
     scenario="khademi-light",
     axes=[TEST, CONGESTION, AQM, ECN_AQM, FLOWS, ECN],
     seeds=10,
-    quick=Quick(seeds=2, set={"duration": "25s"}),
+    quick=Quick(seeds=1, set={"duration": "20s"}, levels={"AQM": ["CoDel 5 ms", "PIE 20 ms", "ARED 5 ms", "FQ-CoDel 5 ms"], "Flows": ["4 flows", "64 flows"]}),
     label=levels_label(skip=("Test",)),
     requires=["aqm:codel", "aqm:fq_codel", "aqm:ared", "scenario:khademi-light"],
     figures=[
