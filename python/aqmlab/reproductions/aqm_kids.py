@@ -209,7 +209,11 @@ EXPERIMENT = Reproduction(
     scenario="khademi-light",
     axes=[TEST, CONGESTION, AQM, ECN_AQM, FLOWS, ECN],
     seeds=10,
-    quick=Quick(seeds=1, set={"duration": "20s"}, levels={"AQM": ["CoDel 5 ms", "PIE 20 ms", "ARED 5 ms", "FQ-CoDel 5 ms"], "Flows": ["4 flows", "64 flows"]}),
+    quick=Quick(
+        seeds=1,
+        set={"duration": "15s"},
+        levels={"Congestion": ["light (4 flows)", "heavy (64 flows)"], "AQM": ["CoDel 5 ms", "ARED 5 ms", "FQ-CoDel 5 ms"], "ECN AQM": ["CoDel", "ARED"], "Flows": ["4 flows", "64 flows"]},
+    ),
     label=levels_label(skip=("Test",)),
     requires=["aqm:codel", "aqm:fq_codel", "aqm:ared", "scenario:khademi-light"],
     figures=[

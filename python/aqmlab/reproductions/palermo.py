@@ -157,7 +157,7 @@ EXPERIMENT = Reproduction(
     scenario="palermo-fifo-drs",
     axes=[TEST, SIZE],
     seeds=1,
-    quick=Quick(seeds=1, levels={"Size": ["30 kB", "300 kB"]}),
+    quick=Quick(seeds=1, set={"duration": "50s"}, levels={"Test": [F2_FIFO, F2_CODEL, F4, F5_FIFO, F5_PAL], "Size": ["30 kB"]}),
     label=levels_label(),
     requires=["scenario:palermo-fifo-drs"],
     figures=[

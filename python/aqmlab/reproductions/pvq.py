@@ -171,7 +171,7 @@ EXPERIMENT = Reproduction(
     scenario="jou-web-redtail",
     axes=[POLICY],
     seeds=5,
-    quick=Quick(seeds=1, set={"duration": "200s"}),
+    quick=Quick(seeds=1, set={"duration": "170s"}),
     label="{Policy}",
     requires=["aqm:red_tail", "traffic:web"],
     figures=[
