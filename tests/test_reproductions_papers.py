@@ -150,3 +150,13 @@ def test_reproduce_quick_runs_to_the_end(cli, tmp_path, name):
         assert by["DropTail:FTP mean queueing delay"]["aqmlab"] > by["Adaptive RED:FTP mean queueing delay"]["aqmlab"]
         assert by["RED+Tail:CBR packet loss"]["aqmlab"] < by["Adaptive RED:CBR packet loss"]["aqmlab"]
         assert {"table3_class_metrics", "fig9_download_time", "fig10_queue_length", "fig11_drop_prob"} <= figs
+
+
+def test_time_based_moving_average_by_hand():
+    import math
+
+    import numpy as np
+
+    w = 1 - math.exp(-1)  # samples 2 s apart, time constant 2 s
+    got = comparison._ewma(np.array([0.0, 2.0, 4.0]), np.array([0.0, 10.0, 10.0]), 2.0)
+    assert got.tolist() == pytest.approx([0.0, 10 * w, 10 * w + w * (10 - 10 * w)])

@@ -840,11 +840,19 @@ def _time_panels(series: list[Series], opt: Options, draw_one: Callable[[Any, Se
         return fig
 
 
-def _ewma(x: np.ndarray, w: float) -> np.ndarray:
-    out = np.empty_like(x)
-    acc = x[0] if len(x) else 0.0
-    for i, v in enumerate(x):
-        acc = (1 - w) * acc + w * v
+EWMA_TAU_S = 2.0  # time constant of the moving averages of backlog_time / drop_prob_time
+
+
+def _ewma(t: np.ndarray, x: np.ndarray, tau_s: float = EWMA_TAU_S) -> np.ndarray:
+    """Exponentially weighted moving average of samples x at times t, time constant tau_s
+    (the weight of a sample is 1 - exp(-dt / tau_s), whatever the record interval)."""
+    out = np.empty_like(x, dtype=float)
+    acc = float(x[0]) if len(x) else 0.0
+    prev = float(t[0]) if len(t) else 0.0
+    for i, (ti, v) in enumerate(zip(t, x)):
+        w = 1.0 - math.exp(-max(float(ti) - prev, 0.0) / tau_s)
+        acc = (1 - w) * acc + w * float(v)
+        prev = float(ti)
         out[i] = acc
     return out
 
@@ -858,7 +866,7 @@ def backlog_time(series: list[Series], opt: Options):
         t = ts["time_s"].to_numpy(float)
         q = ts["backlog_bytes"].to_numpy(float) / 1e3
         ax.plot(t, q, color=s.color, lw=0.5, alpha=0.6, label="queue length")
-        ax.plot(t, _ewma(q, 0.05), color="black", lw=1.0, label="moving average (EWMA 0.05 per interval)")
+        ax.plot(t, _ewma(t, q), color="black", lw=1.0, label=f"moving average (EWMA, {EWMA_TAU_S:g} s time constant)")
         aqm = (r.scenario.get("bottleneck") or {}).get("aqm") or {}
         if aqm.get("kind") in ("ared", "red") and not aqm.get("sliding"):
             for k, ls in (("min_th", ":"), ("max_th", "--")):
@@ -878,7 +886,7 @@ def drop_prob_time(series: list[Series], opt: Options):
         t = ts["time_s"].to_numpy(float)
         p = ts["drop_prob"].to_numpy(float)
         ax.plot(t, p, color=s.color, lw=0.5, alpha=0.6, label="Inst. P (AQM's probability)")
-        ax.plot(t, _ewma(np.nan_to_num(p), 0.05), color="black", lw=1.0, label="Avg. P (EWMA 0.05 per interval)")
+        ax.plot(t, _ewma(t, np.nan_to_num(p)), color="black", lw=1.0, label=f"Avg. P (EWMA, {EWMA_TAU_S:g} s time constant)")
         ax.set_ylim(bottom=0)
 
     return _time_panels(series, opt, one, "dropping probability", "Dropping probability over time (one run per series)")

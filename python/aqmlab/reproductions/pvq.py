@@ -7,11 +7,13 @@ exponential think time of mean 50 s, round trips uniform in (16, 240) ms) and on
 source (1 KB every 50 ms), web and CBR from t = 100 s, 160 KB of buffer, 400 s; the
 router runs RED+Tail (Table II), Adaptive RED or DropTail (Table III), or RED+Tail with
 the sliding thresholds of §V on its Adaptive RED queue, (P_L, P_U) = (0.005, 0.010)
-(Table IV). Built-ins `jou-web-redtail`, `jou-web-ared`, `jou-web-droptail`.
+(Table IV). Built-ins `jou-web-redtail`, `jou-web-ared`, `jou-web-droptail`,
+`jou-web-redtail-sliding`.
 
 §V (Figs. 10-11): Adaptive RED with fixed thresholds (20/80 KB) against the sliding
 thresholds (gamma 0.05, (P_L, P_U) = (0.01, 0.02)): 20 FTP flows on 6 Mbps from 0 s,
-20 more from 100 s to 300 s, d_k = 64 ms, 500 s. Built-in `jou-ftp-20-20`.
+20 more from 100 s to 300 s, d_k = 64 ms, 500 s. Built-ins `jou-ftp-20-20` (sliding)
+and `jou-ftp-20-20-fixed`.
 
 The report fixed the simulator's seed ("the processes of web requests and file sizes
 had the same sample paths in all experiments"): one run per policy. We run 5 seeds per
@@ -35,20 +37,17 @@ POLICY = Axis(
         "DropTail": {"scenario": "jou-web-droptail", **WEB},
         # Table IV: the Adaptive RED virtual queue with §V's sliding thresholds,
         # desired region of the dropping probability (0.005, 0.010)
-        "RED+Tail, dynamic thresholds": {"scenario": "jou-web-redtail", **WEB, "bottleneck.aqm.ared.sliding": {"p_low": 0.005, "p_high": 0.01, "gamma": 0.05}},
+        "RED+Tail, dynamic thresholds": {"scenario": "jou-web-redtail-sliding", **WEB},
         # Figs. 10-11
-        "ARED, fixed thresholds": {
-            "scenario": "jou-ftp-20-20",
-            "bottleneck.aqm": {"kind": "ared", "min_th": "20KB", "max_th": "80KB", "alpha": 0.01, "beta": 0.9, "gentle": True},
-        },
+        "ARED, fixed thresholds": {"scenario": "jou-ftp-20-20-fixed"},
         "ARED, dynamic thresholds": {"scenario": "jou-ftp-20-20"},
     },
     requires={
         "RED+Tail": ["aqm:red_tail", "traffic:web", "scenario:jou-web-redtail"],
         "Adaptive RED": ["aqm:ared", "traffic:web", "scenario:jou-web-ared"],
         "DropTail": ["traffic:web", "scenario:jou-web-droptail"],
-        "RED+Tail, dynamic thresholds": ["aqm:red_tail", "aqm:ared.sliding", "scenario:jou-web-redtail"],
-        "ARED, fixed thresholds": ["aqm:ared", "scenario:jou-ftp-20-20"],
+        "RED+Tail, dynamic thresholds": ["aqm:red_tail", "aqm:ared.sliding", "scenario:jou-web-redtail-sliding"],
+        "ARED, fixed thresholds": ["aqm:ared", "scenario:jou-ftp-20-20-fixed"],
         "ARED, dynamic thresholds": ["aqm:ared_sliding", "scenario:jou-ftp-20-20"],
     },
 )
