@@ -370,7 +370,7 @@ def _thin(x: np.ndarray) -> np.ndarray:
     return x[:: int(math.ceil(len(x) / MAX_SAMPLES_PER_RUN))]
 
 
-def group(runs: Sequence[Run], label: Optional[str] = None) -> list[Series]:
+def group(runs: Sequence[Run], label: Union[str, Callable[[Mapping[str, Any]], str], None] = None) -> list[Series]:
     """Pool runs that differ only in their seed; label series by what differs."""
     buckets: dict[str, list[Run]] = {}
     for r in runs:
@@ -1124,7 +1124,7 @@ def compare(
     *,
     figures: Optional[Sequence[Union[str, tuple[str, str, Options]]]] = None,
     title: str = "Comparison",
-    label: Optional[str] = None,
+    label: Union[str, Callable[[Mapping[str, Any]], str], None] = None,
     intro_html: str = "",
     quiet: bool = False,
     runs: Optional[list[Run]] = None,
