@@ -324,9 +324,12 @@ def print_list(console: Any) -> int:
     for name, e in registry().items():
         miss = missing(e.requires, cat)
         lv_missing = [f"{a.name} {lab}" for a in e.axes for lab in a.levels if missing(a.requires.get(lab, ()), cat)]
-        n_levels = math.prod(len(a.levels) - sum(1 for lab in a.levels if missing(a.requires.get(lab, ()), cat)) for a in e.axes)
+        try:  # the grids' own counts (axes crossed only with some levels, quick subsets)
+            n_runs = f"{grid_for(e, False, cat=cat)[0].size()} ({grid_for(e, True, cat=cat)[0].size()})"
+        except RuntimeError:
+            n_runs = "–"
         status = "needs " + "; ".join(miss) if miss else ("ready" + (f" (skips {', '.join(lv_missing)} until their features exist)" if lv_missing else ""))
-        t.add_row(name, e.title, f"{n_levels * e.seeds} ({n_levels * e.quick.seeds})", status)
+        t.add_row(name, e.title, n_runs, status)
     for name, (what, needs) in PLANNED.items():
         if name not in registry():
             t.add_row(name, what, "–", f"planned: needs {needs}")

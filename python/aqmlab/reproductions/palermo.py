@@ -164,7 +164,7 @@ EXPERIMENT = Reproduction(
         Figure("fig2_traces", "flow_traces", "Popovsky Fig. 2: two CUBIC connections with DRS receivers, FIFO (left) and CoDel (right)", where={"Test": [F2_FIFO, F2_CODEL]}),
         Figure("fig3_traces", "flow_traces", "Popovsky Fig. 3: two connections with Palermo-like receivers on the FIFO", where={"Test": F3}),
         Figure("fig4_traces", "flow_traces", "Popovsky Fig. 4: a Palermo-like receiver and a DRS competitor (17-45 s) on the FIFO", where={"Test": F4}),
-        Figure("fig2_3_queue_delay", "queue_delay_cdf", "Popovsky Figs. 2-3: queueing delay at the bottleneck, 20-60 s, CoDel + DRS against FIFO + Palermo (FIFO + DRS: 0.85-1.2 s)", where={"Test": [F2_CODEL, F3]}),
+        Figure("fig2_3_queue_delay", "queue_delay_cdf", "Popovsky Figs. 2-3: queueing delay (20-60 s),\nCoDel + DRS against FIFO + Palermo-like", where={"Test": [F2_CODEL, F3]}),
         Figure("fig5_late_rate", "transfer_rate_by_size", "Popovsky Fig. 5: average rate of a late connection beside a long transfer", facet="Test", where={"Test": [F5_FIFO, F5_CODEL, F5_PAL]}),
         Figure("fig6_late_rate", "transfer_rate_by_size", "Popovsky Fig. 6: DRS background, DRS or Palermo-like late receivers (FIFO)", facet="Test", where={"Test": [F5_FIFO, F6]}),
     ],
