@@ -319,15 +319,19 @@ class Series:
                 out.setdefault(str(cls), []).extend(sub["goodput_mbps"].to_numpy(float))
         return {k: np.asarray(v) for k, v in out.items()}
 
-    def interval_goodputs(self, kinds: Sequence[str]) -> Optional[np.ndarray]:
-        """Per-flow goodput (Mbps) per `metrics.goodput_interval`, flows of `kinds`, pooled."""
+    def interval_goodputs(self, kinds: Sequence[str], classes: Optional[Sequence[str]] = None) -> Optional[np.ndarray]:
+        """Per-flow goodput (Mbps) per `metrics.goodput_interval`, flows of `kinds` (and of
+        the named `classes` when given), pooled."""
         parts = []
         for r in self.runs:
-            fl = r.table("flows", ["flow", "kind"])
+            fl = r.table("flows", ["flow", "kind", "class"])
             ts = r.table("timeseries", ["time_s", "flow", "goodput_mbps"], [("scope", "=", "flow")])
             if fl is None or ts is None:
                 continue
-            ids = set(fl.loc[fl["kind"].isin(kinds), "flow"].tolist())
+            keep = fl["kind"].isin(kinds)
+            if classes is not None:
+                keep &= fl["class"].astype(str).isin(list(classes))
+            ids = set(fl.loc[keep, "flow"].tolist())
             f = ts[ts["flow"].isin(ids) & (ts["time_s"] > r.warmup_s())]
             if f.empty:
                 continue
@@ -424,6 +428,7 @@ class Options:
     where: dict[str, Any] = field(default_factory=dict)
     title: Optional[str] = None
     max_panels: int = 12
+    classes: Optional[list[str]] = None  # traffic classes (by name) a per-class figure keeps; None: all
 
 
 def _plt():
@@ -458,10 +463,22 @@ def _facets(series: list[Series], opt: Options) -> list[tuple[str, list[Series]]
     return list(out.items())[: opt.max_panels]
 
 
+def _panel_colors(panels: list[tuple[str, list[Series]]], opt: Options) -> dict[int, str]:
+    """Series colours; with facets, one colour per label within a panel, the same in every
+    panel (e.g. RTT 500 ms has one colour in the PIE and the MADPIE panels)."""
+    if not opt.facet:
+        return {id(s): s.color for _, g in panels for s in g}
+    labels = list(dict.fromkeys(s.label(exclude=[opt.facet]) for _, g in panels for s in g))
+    pal = dict(zip(labels, _palette(len(labels))))
+    return {id(s): pal[s.label(exclude=[opt.facet])] for _, g in panels for s in g}
+
+
 def _grid_axes(plt, n: int, width: float = 4.2, height: float = 3.4, sharex=True, sharey=True):
     cols = min(n, 3)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols + 0.6, height * rows + 0.4), sharex=sharex, sharey=sharey, squeeze=False)
+    # room between rows for the x labels of each panel and the titles of the next row
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols + 0.6, height * rows + 0.4), sharex=sharex, sharey=sharey, squeeze=False,
+                             gridspec_kw={"hspace": 0.45} if rows > 1 else None)
     flat = axes.ravel()
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -481,6 +498,7 @@ def _cdf_figure(series: list[Series], opt: Options, values: Callable[[Series], O
     plt, STYLE = _plt()
     panels = _facets([s for s, _ in data], opt)
     vals = {id(s): v for s, v in data}
+    colors = _panel_colors(panels, opt)
     with plt.rc_context(STYLE):
         fig, axes = _grid_axes(plt, len(panels), sharex=xlim is not None)
         for ax, (name, group_) in zip(axes, panels):
@@ -489,7 +507,7 @@ def _cdf_figure(series: list[Series], opt: Options, values: Callable[[Series], O
             hi = max(np.nanpercentile(vals[id(s)], clip_pct) for s in group_) * 1.05 if clip_pct else None
             for s in group_:
                 x, y = _ecdf_points(vals[id(s)])
-                ax.plot(x, y, color=s.color, lw=1.5, label=s.label(exclude=[opt.facet] if opt.facet else []) or s.label())
+                ax.plot(x, y, color=colors[id(s)], lw=1.5, label=s.label(exclude=[opt.facet] if opt.facet else []) or s.label())
             ax.set_ylim(0, 1.01)
             if xlim:
                 ax.set_xlim(*xlim)
@@ -628,7 +646,7 @@ def cbr_goodput_delay(series: list[Series], opt: Options):
     percentiles of their packets' queueing delay (x: 5, 25, 50, 75, 95th)."""
     data = []
     for s in series:
-        cls = s.classes_of(CBR_KINDS)
+        cls = [c for c in s.classes_of(CBR_KINDS) if opt.classes is None or c in opt.classes]
         if not cls:
             continue
         d = s.class_delays(cls)
@@ -642,17 +660,18 @@ def cbr_goodput_delay(series: list[Series], opt: Options):
     plt, STYLE = _plt()
     panels = _facets([s for s, _, _ in data], opt)
     by = {id(s): (p, g) for s, p, g in data}
+    colors = _panel_colors(panels, opt)
     with plt.rc_context(STYLE):
         fig, axes = _grid_axes(plt, len(panels), width=4.8, height=3.6)
         for ax, (name, grp) in zip(axes, panels):
             for i, s in enumerate(grp):
                 p, g = by[id(s)]
-                ax.plot(p, [g] * len(p), color=s.color, lw=1.2, marker="|", ms=12, mew=1.5, label=s.label(exclude=[opt.facet] if opt.facet else []) or s.label())
-                ax.plot([p[2]], [g], "o", color=s.color, ms=5)
+                ax.plot(p, [g] * len(p), color=colors[id(s)], lw=1.2, marker="|", ms=12, mew=1.5, label=s.label(exclude=[opt.facet] if opt.facet else []) or s.label())
+                ax.plot([p[2]], [g], "o", color=colors[id(s)], ms=5)
                 if i == 0:
                     for pc, x in zip(CBR_PCTS, p):
                         ax.annotate(f"{pc}", (x, g), xytext=(0, 7), textcoords="offset points", ha="center", fontsize=7, color="#444")
-            ax.set_xlabel("queueing delay of the CBR packets (ms): 5/25/50/75/95th pct")
+            ax.set_xlabel("queueing delay of the CBR packets (ms)\n(5/25/50/75/95th percentiles)")
             ax.set_xlim(left=0)
             if opt.facet:
                 ax.set_title(f"{_short(opt.facet)} = {name}")
@@ -666,7 +685,9 @@ def download_times(series: list[Series], opt: Options):
     """Kuhn & Ros Fig. 7: download time by file size, one box per series, boxes at the
     25/50/75th percentiles and whiskers at the 5th and 95th."""
     data = [(s, s.transfers()) for s in series]
-    data = [(s, t) for s, t in data if t is not None]
+    if opt.classes is not None:
+        data = [(s, None if t is None else t[t["class"].astype(str).isin(list(opt.classes))]) for s, t in data]
+    data = [(s, t) for s, t in data if t is not None and not t.empty]
     if not data:
         return None
     sizes = sorted({int(x) for _, t in data for x in t["size_bytes"].unique()})
@@ -709,7 +730,7 @@ def bulk_goodput_cdf(series: list[Series], opt: Options):
     """Kuhn & Ros Fig. 8: CDF of the bulk flows' goodput, per flow and per interval."""
     if not any(s.classes_of(BULK_KINDS) for s in series):
         return None
-    return _cdf_figure(series, opt, lambda s: s.interval_goodputs(BULK_KINDS), "goodput of a bulk flow per interval (Mbps)", "CDF (fraction of flow-intervals)", "Goodput of the bulk flows", 99.5)
+    return _cdf_figure(series, opt, lambda s: s.interval_goodputs(BULK_KINDS, opt.classes), "goodput of a bulk flow per interval (Mbps)", "CDF (fraction of flow-intervals)", "Goodput of the bulk flows", 99.5)
 
 
 def flow_traces(series: list[Series], opt: Options, max_flows: int = 5):

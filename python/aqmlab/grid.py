@@ -39,6 +39,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from . import _core
 from .scenario import ScenarioLike, Source, source
 
+LEVEL_SCENARIO = "scenario"  # the override key by which a level replaces the base scenario
 SPEC_KEYS = ("name", "description", "scenario", "seeds", "set", "vary", "zip", "levels")
 
 
@@ -251,8 +252,10 @@ class Grid:
         n = sum(1 for _ in self.combinations())
         return n * (len(self.seeds) if self.seeds else 1)
 
-    def source(self, scenario: ScenarioLike = None) -> Source:
-        sc = self.scenario if scenario is None else scenario
+    def source(self) -> Source:
+        return self._source_of(self.scenario)
+
+    def _source_of(self, sc: ScenarioLike) -> Source:
         if isinstance(sc, (str, Path)) and self.base_dir is not None:
             p = self.base_dir / str(sc)
             builtins = dict(_core.builtin_scenarios())
@@ -283,8 +286,9 @@ class Grid:
                 params.update(lv.params)
                 overrides.update(lv.overrides)
                 requires.extend(lv.requires)
-            base = overrides.pop("scenario", None)  # a level that names its own base scenario
-            csrc = src if base is None else self.source(base)
+            # a level may name its own base scenario (`scenario`), e.g. the several tests of
+            # one paper; its other overrides apply to that base
+            csrc = self._source_of(overrides.pop(LEVEL_SCENARIO)) if LEVEL_SCENARIO in overrides else src
             over = [f"{k}={toml_literal(v)}" for k, v in overrides.items()]
             for s in seeds:
                 try:
