@@ -20,7 +20,7 @@ one seed per case.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from . import Axis, Claim, Figure, PerRun, Quick, Reproduction, Stat, above, approx, below, levels_label
 

@@ -24,9 +24,9 @@ the web and CBR traffic is on.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
-from . import Axis, Claim, Figure, PerRun, Quick, Reproduction, Stat, above, approx, below
+from . import Axis, Claim, Figure, PerRun, Quick, Reproduction, Stat, above, approx
 
 WEB = {"metrics.warmup": "100s"}
 POLICY = Axis(
