@@ -439,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--out", default="validation-ns3", help="output folder (resumes the runs already in it)")
     va.add_argument("--jobs", type=int, default=None, help="parallel runs (default: the number of cores)")
     va.add_argument("--no-align", action="store_true", help="keep aqmlab's Linux-like TCP defaults instead of ns-3's handshake, RTO and ACK policy")
-    va.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field in every case (both simulators)")
+    va.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field in every case (both simulators); flows.{tcp}.… applies to every TCP group")
     va.set_defaults(fn=cmd_validate)
 
     from .analysis.cli import add_parser as add_analyze

@@ -144,17 +144,20 @@ def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
             groups.append(f"cbr:{span}:{_bps(g['rate'])}:{int(g['packet_size'].rstrip('B'))}")
         else:
             raise NotTranslatable(f"{where}.kind: \"{g['kind']}\" (the ns-3 twin runs bulk TCP and CBR UDP)")
-    if tcp is None:
-        raise NotTranslatable("flows: the ns-3 twin needs at least one bulk TCP group")
+    if tcp is None:  # UDP only: the TCP settings are not used
+        from ..scenario import resolve
+
+        tcp = resolve("madpie-proof")["flows"][0]["tcp"]
+        diffs = [d for d in diffs if "TCP" not in d and "CUBIC" not in d]
     if tcp["cc"] not in ("cubic", "newreno"):
         raise NotTranslatable(f"flows[].tcp.cc: \"{tcp['cc']}\"")
     if tcp["receiver"]["kind"] not in ("drs", "fixed") or tcp.get("receive_window"):
         raise NotTranslatable("flows[].tcp.receiver: only a receiver that does not limit the window translates")
-    if not tcp["handshake"]:
+    if not tcp["handshake"] and any(g["kind"] == "bulk" for g in sc["flows"]):
         diffs.append("ns-3 TCP always opens with a three-way handshake (this scenario skips it: flows.*.tcp.handshake = false)")
-    if tcp["quickack"]:
+    if tcp["quickack"] and any(g["kind"] == "bulk" for g in sc["flows"]):
         diffs.append(f"ns-3 has no Linux quick-ACK start: every ACK is delayed from the first segment (flows.*.tcp.quickack = {tcp['quickack']})")
-    if tcp["rto_style"] != "rfc6298":
+    if tcp["rto_style"] != "rfc6298" and any(g["kind"] == "bulk" for g in sc["flows"]):
         diffs.append(f"ns-3 computes the RTO as RFC 6298 (flows.*.tcp.rto_style = \"{tcp['rto_style']}\")")
     b = sc["bottleneck"]
     a = sc["access"]
@@ -262,7 +265,7 @@ def summarize(sc: dict[str, Any], js: dict[str, Any], soj: np.ndarray, util: np.
     group = np.array(js["group"], dtype=int)
     start = np.array(js["start"], dtype=float)
     drops = js["drops"]
-    arrived = js["enqueued"] + sum(drops.values())  # ns-3 counts refused arrivals apart
+    arrived = js["enqueued"] + js["refused"]  # ns-3's Enqueue trace fires for accepted packets only
     classes = {}
     for gi, g in enumerate(sc["flows"]):
         sel = group == gi
@@ -282,4 +285,5 @@ def summarize(sc: dict[str, Any], js: dict[str, Any], soj: np.ndarray, util: np.
             "drop_shares": {k: (v / total if total else 0.0) for k, v in drops.items()},
         },
         "classes": classes,
+        "ns3": {k: js[k] for k in ("enqueued", "refused", "dequeued")},
     }

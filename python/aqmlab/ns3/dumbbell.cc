@@ -27,7 +27,7 @@ using namespace ns3;
 
 namespace {
 std::vector<double> g_sojourn_ms;
-uint64_t g_drop_overflow = 0, g_drop_random = 0, g_drop_det = 0, g_marks = 0, g_enq = 0;
+uint64_t g_drop_overflow = 0, g_drop_random = 0, g_drop_det = 0, g_marks = 0, g_enq = 0, g_drop_before = 0;
 std::vector<double> g_busy;  // seconds busy per 1 s bin
 Time g_tx_start;
 
@@ -202,7 +202,9 @@ int main(int argc, char* argv[]) {
 
   qd->TraceConnectWithoutContext("SojournTime", MakeCallback(+[](Time t) { g_sojourn_ms.push_back(t.GetSeconds() * 1e3); }));
   qd->TraceConnectWithoutContext("Enqueue", MakeCallback(+[](Ptr<const QueueDiscItem>) { g_enq++; }));
-  qd->TraceConnectWithoutContext("DropBeforeEnqueue", MakeCallback(+[](Ptr<const QueueDiscItem>, const char* why) { Classify(why); }));
+  // refused arrivals (never enqueued) apart from packets dropped after they were
+  // enqueued (CoDel's and FQ-CoDel's drops at dequeue, FQ-CoDel's drops from the fattest queue)
+  qd->TraceConnectWithoutContext("DropBeforeEnqueue", MakeCallback(+[](Ptr<const QueueDiscItem>, const char* why) { g_drop_before++; Classify(why); }));
   qd->TraceConnectWithoutContext("DropAfterDequeue", MakeCallback(+[](Ptr<const QueueDiscItem>, const char* why) { Classify(why); }));
   qd->TraceConnectWithoutContext("Mark", MakeCallback(+[](Ptr<const QueueDiscItem>, const char*) { g_marks++; }));
   Ptr<NetDevice> bnDev = dBn.Get(0);
@@ -269,7 +271,7 @@ int main(int argc, char* argv[]) {
   WriteDoubles(out + ".sojourn", g_sojourn_ms);
   WriteDoubles(out + ".util", g_busy);
   std::ofstream js(out + ".json");
-  js << "{\"enqueued\": " << g_enq << ", \"dequeued\": " << g_sojourn_ms.size() << ", \"drops\": {\"overflow\": " << g_drop_overflow
+  js << "{\"enqueued\": " << g_enq << ", \"refused\": " << g_drop_before << ", \"dequeued\": " << g_sojourn_ms.size() << ", \"drops\": {\"overflow\": " << g_drop_overflow
      << ", \"random\": " << g_drop_random << ", \"deterministic\": " << g_drop_det << "}, \"marks\": " << g_marks
      << ", \"rx_bytes\": [";
   for (size_t i = 0; i < sinks.size(); i++) js << (i ? ", " : "") << sinks[i]->GetTotalRx();

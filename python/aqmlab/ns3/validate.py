@@ -47,6 +47,7 @@ _S3_AQMS = {
     "ared": "bottleneck.aqm={kind=\"ared\"}",
     "droptail": "bottleneck.aqm={kind=\"droptail\"}",
 }
+_UDP_ONLY = 'flows=[{name="udp",kind="cbr",count=2,rate="6Mbps",packet_size="1500B",start={uniform=["0s","1s"]}}]'
 _AQM_TITLE = {"pie": "PIE", "codel": "CoDel", "fq_codel": "FQ-CoDel", "ared": "ARED", "droptail": "DropTail"}
 
 STANDARD: list[Case] = [
@@ -54,6 +55,12 @@ STANDARD: list[Case] = [
          (over, f"bottleneck.delay={(rtt - 4) // 2}ms"))
     for rtt in (100, 500)
     for aqm, over in _S3_AQMS.items()
+] + [
+    # The AQMs alone, without TCP: two unresponsive 6 Mbps floods on 10 Mbps (20 %
+    # overload) for 100 s. Any difference here is the AQM implementations', not TCP's.
+    Case(f"open-loop-{aqm}", f"{_AQM_TITLE[aqm]} alone: 2 UDP floods of 6 Mbps on 10 Mbps, 1000-packet buffer", "pie-lab-udp",
+         (over, _UDP_ONLY))
+    for aqm, over in _S3_AQMS.items() if aqm != "droptail"
 ] + [
     Case("udp-floods", "PIE slides: 5 CUBIC flows + 2 UDP floods of 6 Mbps, PIE 30 ms", "pie-lab-udp"),
     Case("capacity-drop", "PIE slides: 100 CUBIC flows, 50 -> 10 Mbps at 50 s, PIE 30 ms", "pie-lab-capacity"),
@@ -104,6 +111,10 @@ def cases_by_name(names: Sequence[str]) -> list[Case]:
 def resolved(case: Case, extra: Sequence[str] = (), quick: bool = False, align: bool = True) -> dict[str, Any]:
     from ..scenario import resolve
 
+    base = resolve(case.scenario, list(case.overrides))
+    tcp_groups = [i for i, g in enumerate(base["flows"]) if g["kind"] in ("bulk", "files", "web", "transfer")]
+    # "flows.{tcp}.…" applies to every TCP group (and to none in a UDP-only case)
+    extra = [e.format(tcp=i) for e in extra for i in (tcp_groups if "{tcp}" in e else [None])]
     sc = resolve(case.scenario, list(case.overrides) + list(extra))
     over = list(case.overrides) + list(extra)
     if align:
@@ -124,6 +135,23 @@ def _seconds(text: str) -> float:
 # -- one run (in a worker process) ----------------------------------------------------
 
 
+def run_key(sim: str, sc: dict[str, Any], seed: int) -> str:
+    """What a run's result depends on: aqmlab's resolved scenario, or the twin's
+    arguments (and its source), with the seed. A stored run with another key is redone."""
+    import hashlib
+
+    if sim == "aqmlab":
+        text = json.dumps(dict(sc, seed=seed), sort_keys=True) + _core.__version__
+    else:
+        from importlib import resources
+
+        from . import translate
+
+        args = [a for a in translate(sc, seed, "OUT").args]
+        text = json.dumps(args) + resources.files(__package__).joinpath("dumbbell.cc").read_text()
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
 def _run_one(sim: str, sc: dict[str, Any], seed: int, dest: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     if sim == "aqmlab":
@@ -140,7 +168,7 @@ def _run_one(sim: str, sc: dict[str, Any], seed: int, dest: str) -> dict[str, An
         for f in Path(dest).parent.glob(f"ns3-work-{seed}/*"):
             f.unlink()
         Path(dest).parent.joinpath(f"ns3-work-{seed}").rmdir()
-    rec = {"sim": sim, "seed": seed, "wall_seconds": wall, "summary": summary}
+    rec = {"sim": sim, "seed": seed, "key": run_key(sim, sc, seed), "wall_seconds": wall, "summary": summary}
     tmp = dest + f".tmp{os.getpid()}"
     Path(tmp).write_text(json.dumps(rec))
     os.replace(tmp, dest)
@@ -260,8 +288,9 @@ def validate(names: Sequence[str] = (), *, seeds: int = 5, out: Optional[Path] =
         for sim in ("ns3", "aqmlab"):
             for s in range(1, seeds + 1):
                 dest = d / f"{sim}-seed{s}.json"
-                if dest.exists():
-                    recs[c.name][sim].append(json.loads(dest.read_text()))
+                rec = json.loads(dest.read_text()) if dest.exists() else None
+                if rec is not None and rec.get("key") == run_key(sim, scs[c.name], s):
+                    recs[c.name][sim].append(rec)
                 else:
                     todo.append((c.name, sim, s, str(dest)))
     done = sum(len(x["aqmlab"]) + len(x["ns3"]) for x in recs.values())
