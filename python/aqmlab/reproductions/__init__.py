@@ -46,6 +46,9 @@ class Axis:
     levels: Mapping[str, Mapping[str, Any]]
     requires: Mapping[str, Sequence[str]] = field(default_factory=dict)
     note: Mapping[str, str] = field(default_factory=dict)  # why a level is there (e.g. "not in the paper")
+    # crossed only with these levels of other axes (axis -> levels); recorded as "–"
+    # elsewhere. A level may also set "scenario" to run on another built-in base.
+    when: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,9 @@ class Measure:
 
     def __sub__(self, other: "Measure") -> "Measure":
         return Diff(self, other)
+
+    def __truediv__(self, other: "Measure") -> "Measure":
+        return Ratio(self, other)
 
 
 def _where(w: Mapping[str, Any]) -> str:
@@ -218,6 +224,7 @@ class Claim:
 class Quick:
     seeds: int = 2
     set: Mapping[str, Any] = field(default_factory=dict)
+    levels: Mapping[str, Sequence[str]] = field(default_factory=dict)  # axis -> the levels the quick variant keeps (default: all)
 
 
 @dataclass
@@ -233,7 +240,7 @@ class Reproduction:
     set: Mapping[str, Any] = field(default_factory=dict)
     quick: Quick = field(default_factory=Quick)
     requires: Sequence[str] = ()
-    label: Optional[str] = None  # series label format, e.g. "{AQM}, RTT {RTT}"
+    label: Union[str, Callable[[Mapping[str, Any]], str], None] = None  # series label format, e.g. "{AQM}, RTT {RTT}", or a function of the axis values
     seeds_note: str = ""
     notes: Sequence[str] = ()
 
@@ -318,9 +325,12 @@ def print_list(console: Any) -> int:
     for name, e in registry().items():
         miss = missing(e.requires, cat)
         lv_missing = [f"{a.name} {lab}" for a in e.axes for lab in a.levels if missing(a.requires.get(lab, ()), cat)]
-        n_levels = math.prod(len(a.levels) - sum(1 for lab in a.levels if missing(a.requires.get(lab, ()), cat)) for a in e.axes)
+        try:  # the grids' own counts (axes crossed only with some levels, quick subsets)
+            n_runs = f"{grid_for(e, False, cat=cat)[0].size()} ({grid_for(e, True, cat=cat)[0].size()})"
+        except RuntimeError:
+            n_runs = "–"
         status = "needs " + "; ".join(miss) if miss else ("ready" + (f" (skips {', '.join(lv_missing)} until their features exist)" if lv_missing else ""))
-        t.add_row(name, e.title, f"{n_levels * e.seeds} ({n_levels * e.quick.seeds})", status)
+        t.add_row(name, e.title, n_runs, status)
     for name, (what, needs) in PLANNED.items():
         if name not in registry():
             t.add_row(name, what, "–", f"planned: needs {needs}")
@@ -385,6 +395,8 @@ def grid_for(e: Reproduction, quick: bool, seeds: Optional[int] = None, cat: Opt
     for a in e.axes:
         keep = {}
         for lab, ov in a.levels.items():
+            if quick and a.name in e.quick.levels and lab not in e.quick.levels[a.name]:
+                continue
             miss = missing(a.requires.get(lab, ()), cat)
             if miss:
                 skipped.append(f"{a.name} {lab}: skipped, this build lacks {'; '.join(miss)}")
@@ -392,7 +404,7 @@ def grid_for(e: Reproduction, quick: bool, seeds: Optional[int] = None, cat: Opt
                 keep[lab] = ov
         if not keep:
             raise RuntimeError(f"reproduce {e.name}: every level of {a.name} needs a missing feature")
-        g.named(a.name, keep)
+        g.named(a.name, keep, when=a.when or None)
     n = seeds or (e.quick.seeds if quick else e.seeds)
     g.seeds = list(range(1, n + 1))
     return g, skipped
@@ -679,3 +691,93 @@ class Reduction(Measure):
 
     def wheres(self):
         return self.a.wheres() + self.b.wheres()
+
+
+# -- measures added for seeds 002-004 (appended) ------------------------------------------
+
+
+@dataclass
+class PerRun(Measure):
+    """`fn(run)` (a `comparison.Run`) for each run of one series, mean ± sd over the seeds;
+    `what` names it in claims.json. For figures summary.json does not hold (a class's
+    loss from the packet records, a receiver's revert time from the flow series)."""
+
+    fn: Callable[[Any], Optional[float]]
+    where: Mapping[str, Any]
+    what: str
+
+    def _values(self, ctx) -> Optional[dict[int, float]]:
+        s = ctx.series(self.where)
+        if s is None:
+            return None
+        out = {}
+        for r in s.runs:
+            v = self.fn(r)
+            if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                out[r.seed] = float(v)
+        return out or None
+
+    def value(self, ctx):
+        v = self._values(ctx)
+        if not v:
+            return None
+        x = list(v.values())
+        return float(np.mean(x)), (float(np.std(x, ddof=1)) if len(x) > 1 else None), len(x)
+
+    def describe(self):
+        return f"mean over seeds of {self.what} ({_where(self.where)})"
+
+
+@dataclass
+class SeedRatio(Measure):
+    """a / b seed by seed (the runs of two series paired by their seed), mean ± sd:
+    e.g. the CE-mark rate with ECN over the drop rate without it (Khademi, Ros & Welzl)."""
+
+    a: PerRun
+    b: PerRun
+
+    def value(self, ctx):
+        va, vb = self.a._values(ctx), self.b._values(ctx)
+        if not va or not vb:
+            return None
+        x = [va[k] / vb[k] for k in sorted(set(va) & set(vb)) if vb[k]]
+        if not x:
+            return None
+        return float(np.mean(x)), (float(np.std(x, ddof=1)) if len(x) > 1 else None), len(x)
+
+    def describe(self):
+        return f"seed by seed ({self.a.describe()}) / ({self.b.describe()})"
+
+    def wheres(self):
+        return self.a.wheres() + self.b.wheres()
+
+
+@dataclass
+class Ratio(Measure):
+    """The ratio of two measures' values (means over seeds)."""
+
+    a: Measure
+    b: Measure
+
+    def value(self, ctx):
+        va, vb = self.a.value(ctx), self.b.value(ctx)
+        if va is None or vb is None or not vb[0]:
+            return None
+        return va[0] / vb[0], None, min(va[2], vb[2])
+
+    def describe(self):
+        return f"({self.a.describe()}) / ({self.b.describe()})"
+
+    def wheres(self):
+        return self.a.wheres() + self.b.wheres()
+
+
+def levels_label(skip: Sequence[str] = ()) -> Callable[[Mapping[str, Any]], str]:
+    """A series label: the axis levels of the series joined by commas, leaving out the
+    axes named in `skip` and the axes not crossed with it ("–")."""
+    from ..grid import NOT_CROSSED
+
+    def label(values: Mapping[str, Any]) -> str:
+        return ", ".join(str(v) for k, v in values.items() if k not in skip and str(v) != NOT_CROSSED)
+
+    return label
