@@ -18,6 +18,7 @@ atomically), so a killed validation resumes where it stopped.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -135,20 +136,30 @@ def _seconds(text: str) -> float:
 # -- one run (in a worker process) ----------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1)
+def _build_id() -> str:
+    """The simulator build: a digest of the compiled core, so that a rebuilt aqmlab redoes its runs."""
+    import hashlib
+
+    return hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()[:16]
+
+
 def run_key(sim: str, sc: dict[str, Any], seed: int) -> str:
     """What a run's result depends on: aqmlab's resolved scenario, or the twin's
     arguments (and its source), with the seed. A stored run with another key is redone."""
     import hashlib
 
     if sim == "aqmlab":
-        text = json.dumps(dict(sc, seed=seed), sort_keys=True) + _core.__version__
+        text = json.dumps(dict(sc, seed=seed), sort_keys=True) + _build_id()
     else:
         from importlib import resources
 
         from . import translate
 
         args = [a for a in translate(sc, seed, "OUT").args]
-        text = json.dumps(args) + resources.files(__package__).joinpath("dumbbell.cc").read_text()
+        from importlib import metadata
+
+        text = json.dumps(args) + resources.files(__package__).joinpath("dumbbell.cc").read_text() + metadata.version("ns3")
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
