@@ -58,7 +58,8 @@ impl From<ScenarioError> for SimError {
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
-    TxDone(u16),
+    /// A rate link's transmitter is free and packets wait in its queue.
+    TxFree(u16),
     /// A trace link's delivery opportunity.
     Opportunity(u16),
     /// A scheduled rate change of a link.
@@ -353,7 +354,7 @@ impl Sim {
 
     fn dispatch(&mut self, ev: Ev) {
         match ev {
-            Ev::TxDone(l) => self.on_tx_done(l as usize),
+            Ev::TxFree(l) => self.on_tx_free(l as usize),
             Ev::Opportunity(l) => self.on_opportunity(l as usize),
             Ev::RateStep(l) => self.on_rate_step(l as usize),
             Ev::Arrive(l) => self.on_arrive(l as usize),
@@ -466,8 +467,17 @@ impl Sim {
                 let at = trace.next_after(now);
                 self.events.push(at, Ev::Opportunity(li as u16));
             }
-        } else if self.links[li].in_tx.is_none() {
-            self.start_tx(li);
+        } else {
+            let l = &mut self.links[li];
+            if !l.wake_pending {
+                if l.is_busy(now) {
+                    // one wake-up when the transmitter frees, for all that queue meanwhile
+                    l.wake_pending = true;
+                    self.events.push(l.tx_end, Ev::TxFree(li as u16));
+                } else {
+                    self.start_tx(li);
+                }
+            }
         }
         self.sync_aqm_timer(li);
     }
@@ -520,37 +530,38 @@ impl Sim {
         out
     }
 
+    /// Start the next transmission of an idle rate link. The packet goes into the
+    /// pipe at once, due when its last bit has left plus the propagation delay
+    /// (cut-through); a wake-up is scheduled at the end of the transmission only if
+    /// packets wait behind it.
     fn start_tx(&mut self, li: usize) {
-        debug_assert!(self.links[li].in_tx.is_none());
         if let Some(p) = self.dequeue_one(li) {
             let now = self.now;
             let l = &mut self.links[li];
-            let d = l.tx_duration(p.size);
-            l.in_tx = Some(p);
-            l.tx_started = now;
-            self.events.push(now + d, Ev::TxDone(li as u16));
+            let end = l.begin_tx(&p, now);
+            let at = end + l.delay;
+            if l.qdisc.backlog().packets > 0 {
+                l.wake_pending = true;
+                self.events.push(end, Ev::TxFree(li as u16));
+            }
+            self.pipe_push(li, at, p);
         }
     }
 
-    /// A packet has left the transmitter: it propagates to the next hop.
-    fn to_pipe(&mut self, li: usize, p: Packet) {
-        let now = self.now;
+    /// A packet enters a link's propagation pipe, due at the next hop at `at`.
+    fn pipe_push(&mut self, li: usize, at: Time, p: Packet) {
         let l = &mut self.links[li];
-        l.tx_bytes += p.size as u64;
-        l.tx_packets += 1;
-        let at = now + l.delay;
+        debug_assert!(l.pipe.back().is_none_or(|b| b.0 <= at), "the pipe stays in time order");
         l.pipe.push_back((at, p));
         if l.pipe.len() == 1 {
             self.events.push(at, Ev::Arrive(li as u16));
         }
     }
 
-    fn on_tx_done(&mut self, li: usize) {
-        let now = self.now;
+    fn on_tx_free(&mut self, li: usize) {
         let l = &mut self.links[li];
-        let p = l.in_tx.take().expect("a packet in transmission");
-        l.busy_ns += now.saturating_since(l.tx_started).as_nanos();
-        self.to_pipe(li, p);
+        l.wake_pending = false;
+        debug_assert!(!l.is_busy(self.now));
         self.start_tx(li);
         self.sync_aqm_timer(li);
     }
@@ -583,7 +594,9 @@ impl Sim {
                 used = true;
                 if *left == 0 {
                     let p = l.in_tx.take().expect("a packet in transit");
-                    self.to_pipe(li, p);
+                    l.count_sent(&p);
+                    let at = now + l.delay;
+                    self.pipe_push(li, at, p);
                 }
             }
             if used {
@@ -886,7 +899,7 @@ impl Sim {
                 continue;
             }
             let m = &mut self.marks[li];
-            let busy = l.busy_until(now);
+            let (busy, tx_bytes, tx_packets) = l.sent_until(now);
             let st = &l.qdisc.stats;
             let r = &mut self.rec_links;
             let cap_bits = l.capacity_bits(now);
@@ -897,8 +910,8 @@ impl Sim {
             r.busy_ns.push(busy - m.busy);
             r.opportunities.push(opp - m.opp);
             r.opportunities_used.push(opp_used - m.opp_used);
-            r.tx_bytes.push(l.tx_bytes - m.tx_bytes);
-            r.tx_packets.push(l.tx_packets - m.tx_packets);
+            r.tx_bytes.push(tx_bytes - m.tx_bytes);
+            r.tx_packets.push(tx_packets - m.tx_packets);
             r.arrivals.push(st.arrivals - m.arrivals);
             r.drops_overflow.push(st.drops[0] - m.drops[0]);
             r.drops_random.push(st.drops[1] - m.drops[1]);
@@ -912,8 +925,8 @@ impl Sim {
             r.aqm_delay_ns.push(probe.delay_estimate.map_or(-1, |d| d.as_nanos() as i64));
             *m = LinkMark {
                 busy,
-                tx_bytes: l.tx_bytes,
-                tx_packets: l.tx_packets,
+                tx_bytes,
+                tx_packets,
                 arrivals: st.arrivals,
                 drops: st.drops,
                 marks: st.marked(),
