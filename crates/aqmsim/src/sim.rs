@@ -79,6 +79,47 @@ enum Ev {
     Sample,
 }
 
+impl crate::event::Packed for Ev {
+    /// A 4-bit tag and a 28-bit link or flow index (`Sim::new` checks the flow count).
+    #[inline]
+    fn pack(self) -> u32 {
+        let (tag, x) = match self {
+            Ev::TxFree(l) => (0, l as u32),
+            Ev::Opportunity(l) => (1, l as u32),
+            Ev::RateStep(l) => (2, l as u32),
+            Ev::Arrive(l) => (3, l as u32),
+            Ev::AqmTimer(l) => (4, l as u32),
+            Ev::FlowStart(f) => (5, f),
+            Ev::FlowTimer(f) => (6, f),
+            Ev::CbrSend(f) => (7, f),
+            Ev::Request(f) => (8, f),
+            Ev::AppStop(f) => (9, f),
+            Ev::Line(f) => (10, f),
+            Ev::Sample => (11, 0),
+        };
+        debug_assert!(x < 1 << 28);
+        tag << 28 | x
+    }
+    #[inline]
+    fn unpack(v: u32) -> Self {
+        let x = v & ((1 << 28) - 1);
+        match v >> 28 {
+            0 => Ev::TxFree(x as u16),
+            1 => Ev::Opportunity(x as u16),
+            2 => Ev::RateStep(x as u16),
+            3 => Ev::Arrive(x as u16),
+            4 => Ev::AqmTimer(x as u16),
+            5 => Ev::FlowStart(x),
+            6 => Ev::FlowTimer(x),
+            7 => Ev::CbrSend(x),
+            8 => Ev::Request(x),
+            9 => Ev::AppStop(x),
+            10 => Ev::Line(x),
+            _ => Ev::Sample,
+        }
+    }
+}
+
 /// What a TCP flow's application does.
 enum App {
     /// Always data to send (until the group's stop time).
