@@ -88,3 +88,85 @@ def _vs_ns3(resolved: dict, aqmlab_best: float, a: argparse.Namespace) -> int:
     Console().print(t)
     Console().print(f"aqmlab is {best / aqmlab_best:.1f} times faster than ns-3 on this scenario")
     return 0
+
+
+# ---- scaling: `aqmlab bench --scaling` ---------------------------------------
+
+# The base of every point: the built-in `gbps-1000-flows` (PIE, RTT 100 ms, BDP
+# buffer, CUBIC bulk flows, summaries only), with the bottleneck rate, the access
+# rate (10 times the bottleneck's), the number of flows and the duration set per
+# point. Durations shrink as the packet rate grows, to keep each point to seconds.
+SCALING_BASE = "gbps-1000-flows"
+SCALING_RATES = [("10Mbps", "100Mbps", "60s"), ("100Mbps", "1Gbps", "60s"), ("1Gbps", "10Gbps", "10s"), ("10Gbps", "100Gbps", "2s")]
+SCALING_FLOWS = [1, 10, 100, 1000, 10000]
+SCALING_FLOWS_RATE = ("1Gbps", "10Gbps", "10s")
+SCALING_MEMORY = ("1Gbps", "10Gbps", "60s", 1000)
+
+_CHILD = r"""
+import json, resource, sys
+from aqmlab import _core
+rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+src, overrides = sys.argv[1], json.loads(sys.argv[2])
+raw = _core.run(src, "toml", overrides, None, None, None)
+meta = json.loads(raw["meta"])
+print(json.dumps({"wall": meta["wall_seconds"], "events": meta["events"], "packets": meta["links"][0]["stats"]["dequeued"],
+                  "sim": meta["sim_seconds"], "rss0_kib": rss0, "rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+
+def _point(text: str, rate: str, access: str, duration: str, flows: int, repeat: int) -> dict:
+    """Run one point `repeat` times, each in a fresh process (for its peak memory);
+    the best wall time and the largest peak RSS."""
+    import subprocess
+    import sys
+
+    overrides = [f"bottleneck.rate={rate}", f"access.rate={access}", f"duration={duration}", f"flows.0.count={flows}"]
+    best: dict | None = None
+    for _ in range(repeat):
+        p = subprocess.run([sys.executable, "-c", _CHILD, text, json.dumps(overrides)], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}")
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        if best is None or r["wall"] < best["wall"]:
+            best = {**r, "rss_kib": max(r["rss_kib"], best["rss_kib"] if best else 0)}
+        else:
+            best["rss_kib"] = max(best["rss_kib"], r["rss_kib"])
+    assert best is not None
+    return {"rate": rate, "flows": flows, "duration": duration, **best}
+
+
+def scaling(a: argparse.Namespace) -> int:
+    """Wall time, events/s, bottleneck packets/s and peak memory as the bottleneck
+    rate and the number of flows grow, in summaries-only mode (docs/performance.md)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    text = dict(_core.builtin_scenarios())[SCALING_BASE]
+    repeat = max(1, a.repeat)
+    con = Console()
+    plan = [("rate", *r, 10) for r in SCALING_RATES]
+    plan += [("flows", *SCALING_FLOWS_RATE, n) for n in SCALING_FLOWS]
+    if not a.quick:
+        plan.append(("memory", *SCALING_MEMORY))
+    else:
+        plan = [p for p in plan if not (p[0] == "flows" and p[4] == 10000)]
+    t = Table(title=f"aqmlab bench --scaling: {SCALING_BASE} (PIE, RTT 100 ms, CUBIC), summaries only, best of {repeat}", title_justify="left")
+    for c in ("series", "bottleneck", "flows", "simulated", "wall s", "events", "M events/s", "M packets/s", "sim s / wall s", "peak RSS MiB"):
+        t.add_column(c, justify="right")
+    rows = []
+    for series, rate, access, duration, flows in plan:
+        con.print(f"[dim]{series}: {rate}, {flows} flows, {duration}...[/dim]")
+        r = _point(text, rate, access, duration, flows, repeat)
+        rows.append({"series": series, **r})
+        t.add_row(
+            series, rate, f"{flows:,}", duration, f"{r['wall']:.3f}", f"{r['events']:,}", f"{r['events'] / r['wall'] / 1e6:.2f}",
+            f"{r['packets'] / r['wall'] / 1e6:.2f}", f"{r['sim'] / r['wall']:,.1f}", f"{r['rss_kib'] / 1024:.0f}",
+        )
+    con.print(t)
+    idle = min(r["rss0_kib"] for r in rows) / 1024
+    con.print(f"peak RSS is the whole Python process's; {idle:.0f} MiB of it is the interpreter with aqmlab loaded, before the run")
+    if a.json:
+        from pathlib import Path
+
+        Path(a.json).write_text(json.dumps(rows, indent=2) + "\n")
+    return 0

@@ -7,9 +7,11 @@ a title naming the scenario."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+from . import metrics
 
 if TYPE_CHECKING:
     from .results import RunResult
@@ -186,24 +188,40 @@ def drop_causes(r: "RunResult", out: Path) -> list[str]:
     """Kuhn & Ros Fig. 4: the share r_x of each drop cause, and the distribution of the
     queueing delay (backlog / link rate) when drops of that cause happened."""
     pk = r.raw["packets"]
-    if "bottleneck" not in r.meta["logged_links"]:
-        return []
-    li = r.meta["logged_links"].index("bottleneck")
-    sel = (pk["link"] == li) & (pk["event"] == 2)
-    if not sel.any():
-        return []
-    rate = r.meta["links"][0]["rate_bps"]
-    delay = pk["backlog_bytes"][sel] * 8 / rate * 1e3
-    cause = pk["cause"][sel]
-    n = len(cause)
-    with plt.rc_context(STYLE):
-        fig, ax = plt.subplots()
+    # per cause: (x, y) of the CDF, count, and p5/p50/p95 in ms
+    curves: dict[str, tuple[np.ndarray, np.ndarray, int, Any]] = {}
+    if "bottleneck" in r.meta["logged_links"]:
+        li = r.meta["logged_links"].index("bottleneck")
+        sel = (pk["link"] == li) & (pk["event"] == 2)
+        rate = r.meta["links"][0]["rate_bps"]
+        delay = pk["backlog_bytes"][sel] * 8 / rate * 1e3
+        cause = pk["cause"][sel]
         for code, name in ((1, "overflow"), (2, "random"), (3, "deterministic")):
             d = delay[cause == code]
             if len(d):
                 x, y = ecdf(d)
-                p5, p50, p95 = np.percentile(d, [5, 50, 95])
-                ax.plot(x, y, color=CAUSE_COLORS[name], lw=1.5, label=f"{name}: r = {len(d) / n:.2f} (p5/p50/p95 = {p5:.0f}/{p50:.0f}/{p95:.0f} ms)")
+                curves[name] = (x, y, len(d), np.percentile(d, [5, 50, 95]))
+    else:
+        # no packet rows: the streaming histograms of the delay at drops
+        h = r.raw.get("histograms")
+        infos = r.meta.get("histograms") or []
+        for name in ("overflow", "random", "deterministic"):
+            idx = next((i for i, m in enumerate(infos) if m["name"] == f"bottleneck.drop_delay.{name}"), None)
+            if idx is None or not infos[idx]["count"]:
+                continue
+            s = h["hist"] == idx
+            hi, cnt = h["hi_ns"][s] / 1e6, h["count"][s]
+            q = metrics.hist_distribution(infos[idx], h["lo_ns"][s], h["hi_ns"][s], cnt, (5, 50, 95), extremes=False)
+            curves[name] = (hi, np.cumsum(cnt) / cnt.sum(), int(cnt.sum()), [q["p5"], q["p50"], q["p95"]])
+    if not curves:
+        return []
+    n = sum(c[2] for c in curves.values())
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        for name in ("overflow", "random", "deterministic"):
+            if name in curves:
+                x, y, k, (p5, p50, p95) = curves[name]
+                ax.plot(x, y, color=CAUSE_COLORS[name], lw=1.5, label=f"{name}: r = {k / n:.2f} (p5/p50/p95 = {p5:.0f}/{p50:.0f}/{p95:.0f} ms)")
         ax.set_xlabel("queueing delay when the drop occurred (ms)")
         ax.set_ylabel("CDF (fraction of drops of the cause)")
         ax.set_xlim(left=0)

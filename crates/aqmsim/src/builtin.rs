@@ -25,6 +25,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("jou-web-ared", include_str!("../../../scenarios/jou-web-ared.toml")),
     ("jou-web-redtail", include_str!("../../../scenarios/jou-web-redtail.toml")),
     ("jou-ftp-20-20", include_str!("../../../scenarios/jou-ftp-20-20.toml")),
+    ("gbps-1000-flows", include_str!("../../../scenarios/gbps-1000-flows.toml")),
 ];
 
 /// The scenario `aqmlab run` uses when given none (Kuhn & Ros §III, PIE, RTT 500 ms).

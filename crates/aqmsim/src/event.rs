@@ -4,7 +4,7 @@
 //! An entry is one `u128`: `time << 64 | seq << 32 | event`, with the event packed
 //! into 32 bits ([`Packed`]) and a 32-bit insertion sequence. A comparison is one
 //! integer comparison and an entry is 16 bytes. The sequence numbers are renumbered
-//! (in order) before they would wrap, every 2^32 pushes. Three implementations with
+//! (in order) before they would wrap, every 2^32 pushes. Four implementations with
 //! the same interface were measured on whole runs (docs/performance.md);
 //! [`EventQueue`] names the one in use, the others stay for the record and are
 //! tested alike.
@@ -18,6 +18,11 @@ use aqm::Time;
 pub trait Packed: Copy {
     fn pack(self) -> u32;
     fn unpack(x: u32) -> Self;
+    /// An event of which there are many pending and few due (one timer per flow):
+    /// [`SplitQueue`] keeps these apart.
+    fn is_timer(self) -> bool {
+        false
+    }
 }
 
 impl Packed for u32 {
@@ -48,7 +53,7 @@ fn renumber(entries: &mut [u128]) -> u32 {
 }
 
 /// The queue the simulator uses.
-pub type EventQueue<E> = BinaryQueue<E>;
+pub type EventQueue<E> = SplitQueue<E>;
 
 macro_rules! queue_common {
     () => {
@@ -108,6 +113,79 @@ impl<E: Packed> BinaryQueue<E> {
     }
     pub fn peek_time(&mut self) -> Option<Time> {
         self.heap.peek().map(|r| Time::from_nanos((r.0 >> 64) as u64))
+    }
+}
+
+// ---- two binary heaps: timers apart ----------------------------------------
+
+/// Two binary heaps sharing one sequence counter: one for timers
+/// ([`Packed::is_timer`]: a pending one per flow, most of them superseded or far
+/// ahead), one for everything else (a pending event per busy link). The next event
+/// is the smaller of the two tops; since both heaps draw their sequence numbers from
+/// one counter, the order is exactly that of a single heap, while most pops work on
+/// a heap of a few dozen entries instead of one with an entry per flow.
+pub struct SplitQueue<E> {
+    main: BinaryHeap<Reverse<u128>>,
+    timers: BinaryHeap<Reverse<u128>>,
+    seq: u32,
+    _e: std::marker::PhantomData<E>,
+}
+
+impl<E> Default for SplitQueue<E> {
+    fn default() -> Self {
+        SplitQueue { main: BinaryHeap::with_capacity(1024), timers: BinaryHeap::with_capacity(1024), seq: 0, _e: Default::default() }
+    }
+}
+
+impl<E: Packed> SplitQueue<E> {
+    pub fn len(&self) -> usize {
+        self.main.len() + self.timers.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn push(&mut self, time: Time, ev: E) {
+        if self.seq == u32::MAX {
+            self.renumber();
+        }
+        let k = entry(time, self.seq, ev);
+        self.seq += 1;
+        self.insert(k);
+    }
+    fn insert(&mut self, k: u128) {
+        if E::unpack(k as u32).is_timer() {
+            self.timers.push(Reverse(k));
+        } else {
+            self.main.push(Reverse(k));
+        }
+    }
+    #[inline]
+    fn remove_min(&mut self) -> Option<u128> {
+        let heap = match (self.main.peek(), self.timers.peek()) {
+            (Some(a), Some(b)) => if a.0 < b.0 { &mut self.main } else { &mut self.timers },
+            (Some(_), None) => &mut self.main,
+            (None, _) => &mut self.timers,
+        };
+        heap.pop().map(|r| r.0)
+    }
+    pub fn pop(&mut self) -> Option<(Time, E)> {
+        self.remove_min().map(split)
+    }
+    fn renumber(&mut self) {
+        let mut all: Vec<u128> = std::iter::from_fn(|| self.remove_min()).collect();
+        self.seq = renumber(&mut all);
+        for k in all {
+            self.insert(k);
+        }
+    }
+    pub fn peek_time(&mut self) -> Option<Time> {
+        let a = self.main.peek().map(|r| r.0);
+        let b = self.timers.peek().map(|r| r.0);
+        let k = match (a, b) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        Some(Time::from_nanos((k >> 64) as u64))
     }
 }
 
@@ -294,6 +372,20 @@ mod tests {
         Ok(())
     }
 
+    #[derive(Clone, Copy)]
+    struct Odd(u32);
+    impl Packed for Odd {
+        fn pack(self) -> u32 {
+            self.0
+        }
+        fn unpack(x: u32) -> Self {
+            Odd(x)
+        }
+        fn is_timer(self) -> bool {
+            self.0 % 2 == 1
+        }
+    }
+
     fn ops() -> impl Strategy<Value = Vec<(bool, u64)>> {
         // small time offsets make many ties; a few large ones exercise high bits
         proptest::collection::vec((any::<bool>(), prop_oneof![0u64..20, 0u64..(1 << 40)]), 1..300)
@@ -311,6 +403,12 @@ mod tests {
         }
 
         #[test]
+        fn split_pops_in_time_then_scheduling_order(ops in ops()) {
+            // `Odd` events count as timers: both heaps in use
+            check(&ops, |q: &mut SplitQueue<Odd>, t, e| q.push(t, Odd(e)), |q| q.pop().map(|(t, e)| (t, e.0)), &mut SplitQueue::default())?;
+        }
+
+        #[test]
         fn radix_pops_in_time_then_scheduling_order(ops in ops()) {
             check(&ops, |q: &mut RadixQueue<u32>, t, e| q.push(t, e), |q| q.pop(), &mut RadixQueue::default())?;
         }
@@ -318,15 +416,17 @@ mod tests {
         #[test]
         fn renumbering_keeps_the_order(times in proptest::collection::vec(0u64..20, 1..100), cut in 0usize..100) {
             // start near the wrap of the 32-bit sequence, so that it renumbers mid-way
-            let mut qs: (BinaryQueue<u32>, QuadQueue<u32>, RadixQueue<u32>) = Default::default();
+            let mut qs: (BinaryQueue<u32>, QuadQueue<u32>, RadixQueue<u32>, SplitQueue<Odd>) = Default::default();
             let start = u32::MAX - cut.min(times.len()) as u32;
             qs.0.seq = start;
             qs.1.seq = start;
             qs.2.seq = start;
+            qs.3.seq = start;
             for (i, t) in times.iter().enumerate() {
                 qs.0.push(Time::from_nanos(*t), i as u32);
                 qs.1.push(Time::from_nanos(*t), i as u32);
                 qs.2.push(Time::from_nanos(*t), i as u32);
+                qs.3.push(Time::from_nanos(*t), Odd(i as u32));
             }
             let mut expect: Vec<(u64, u32)> = times.iter().enumerate().map(|(i, t)| (*t, i as u32)).collect();
             expect.sort();
@@ -336,6 +436,8 @@ mod tests {
             prop_assert_eq!(&got0, &expect);
             prop_assert_eq!(&got1, &expect);
             prop_assert_eq!(&got2, &expect);
+            let got3: Vec<(u64, u32)> = std::iter::from_fn(|| qs.3.pop()).map(|(t, i)| (t.as_nanos(), i.0)).collect();
+            prop_assert_eq!(&got3, &expect);
         }
 
         #[test]

@@ -118,6 +118,11 @@ impl crate::event::Packed for Ev {
             _ => Ev::Sample,
         }
     }
+    /// One pending per flow, most far ahead or superseded (lazy timers).
+    #[inline]
+    fn is_timer(self) -> bool {
+        matches!(self, Ev::FlowTimer(_) | Ev::FlowStart(_) | Ev::AppStop(_) | Ev::Request(_))
+    }
 }
 
 /// What a TCP flow's application does.
@@ -230,6 +235,9 @@ pub struct Sim {
     rec_trace: FlowTrace,
     rec_transfers: TransferLog,
     rec_datagrams: DatagramLog,
+    hists: Histograms,
+    /// Dequeues from this time on go into the sojourn histograms (`metrics.warmup`).
+    hist_from: Time,
     logged_links: Vec<String>,
     scenario: Scenario,
 }
@@ -372,6 +380,8 @@ impl Sim {
             rec_trace: FlowTrace::default(),
             rec_transfers: TransferLog::default(),
             rec_datagrams: DatagramLog::default(),
+            hists: Histograms { bottleneck_sojourn_by_group: vec![Default::default(); sc.flows.len()], ..Default::default() },
+            hist_from: Time::ZERO + sc.metrics.warmup,
             logged_links,
             scenario: sc.clone(),
         };
@@ -531,8 +541,13 @@ impl Sim {
         let l = &self.links[li];
         let backlog = l.qdisc.backlog().bytes;
         let d_est = probe_delay(&l.qdisc);
+        // the queueing delay at the drop: backlog over rate (Kuhn & Ros Fig. 4)
+        let drop_delay = (li == BOTTLENECK).then(|| (backlog as u128 * 8_000_000_000 / l.rate.bps().max(1) as u128) as u64);
         for d in self.drops.drain(..) {
             self.cons.dropped += 1;
+            if let Some(x) = drop_delay {
+                self.hists.drop_delay[d.cause.index()].record(x);
+            }
             let f = &mut self.flows[d.pkt.flow as usize];
             if d.pkt.kind.is_forward() {
                 f.drops += 1;
@@ -555,6 +570,15 @@ impl Sim {
         let dep = l.qdisc.dequeue(&mut ctx, &mut self.drops);
         let out = dep.map(|dep| {
             let p = dep.pkt;
+            if li <= BOTTLENECK_REV && now >= self.hist_from {
+                let soj = dep.sojourn.as_nanos();
+                if li == BOTTLENECK {
+                    self.hists.bottleneck_sojourn.record(soj);
+                    self.hists.bottleneck_sojourn_by_group[self.flows[p.flow as usize].group as usize].record(soj);
+                } else {
+                    self.hists.bottleneck_rev_sojourn.record(soj);
+                }
+            }
             if let Some(log) = l.log {
                 let backlog = l.qdisc.backlog().bytes;
                 self.rec_packets.push(now.as_nanos(), log, p.flow, p.uid, p.kind as u8, p.size, EV_DEQUEUE, 0, dep.sojourn.as_nanos() as i64, backlog, -1);
@@ -1177,6 +1201,8 @@ impl Sim {
             ft.receiver_returns.push(pal.map_or(0, |p| p.returns));
         }
         self.cons.in_flight = self.in_flight();
+        let group_names: Vec<String> = sc.flows.iter().map(|g| g.common.name.clone()).collect();
+        let (histograms, histogram_buckets) = self.hists.table(&group_names);
         RunOutput {
             scenario_json: sc.to_json(),
             seed: sc.seed,
@@ -1194,6 +1220,8 @@ impl Sim {
             flow_trace: std::mem::take(&mut self.rec_trace),
             transfers: std::mem::take(&mut self.rec_transfers),
             datagrams: std::mem::take(&mut self.rec_datagrams),
+            histograms,
+            histogram_buckets,
         }
     }
 }
