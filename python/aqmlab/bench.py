@@ -103,16 +103,25 @@ SCALING_FLOWS_RATE = ("1Gbps", "10Gbps", "10s")
 SCALING_MEMORY = ("1Gbps", "10Gbps", "60s", 1000)
 
 _CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 from aqmlab import _core
-rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])  # KiB
+
 src, overrides = sys.argv[1], json.loads(sys.argv[2])
+# reset the peak RSS (Linux >= 4.0: proc(5), clear_refs), so that VmHWM is the run's
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+rss0 = status("VmRSS")
 cpu0 = time.process_time()
 raw = _core.run(src, "toml", overrides, None, None, None)
 cpu = time.process_time() - cpu0
 meta = json.loads(raw["meta"])
 print(json.dumps({"wall": meta["wall_seconds"], "cpu": cpu, "events": meta["events"], "packets": meta["links"][0]["stats"]["dequeued"],
-                  "sim": meta["sim_seconds"], "rss0_kib": rss0, "rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                  "sim": meta["sim_seconds"], "rss0_kib": rss0, "rss_kib": status("VmHWM")}))
 """
 
 
@@ -130,10 +139,14 @@ def _point(text: str, rate: str, access: str, duration: str, flows: int, repeat:
             raise RuntimeError(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}")
         r = json.loads(p.stdout.strip().splitlines()[-1])
         if best is None or r["wall"] < best["wall"]:
-            best = {**r, "rss_kib": max(r["rss_kib"], best["rss_kib"] if best else 0), "cpu": min(r["cpu"], best["cpu"] if best else r["cpu"])}
+            keep = best
+            best = dict(r)
+            if keep:
+                best["cpu"] = min(best["cpu"], keep["cpu"])
+                best["rss_kib"], best["rss0_kib"] = max((r["rss_kib"], r["rss0_kib"]), (keep["rss_kib"], keep["rss0_kib"]))
         else:
-            best["rss_kib"] = max(best["rss_kib"], r["rss_kib"])
             best["cpu"] = min(best["cpu"], r["cpu"])
+            best["rss_kib"], best["rss0_kib"] = max((r["rss_kib"], r["rss0_kib"]), (best["rss_kib"], best["rss0_kib"]))
     assert best is not None
     return {"rate": rate, "flows": flows, "duration": duration, **best}
 
@@ -153,8 +166,9 @@ def scaling(a: argparse.Namespace) -> int:
         plan.append(("memory", *SCALING_MEMORY))
     else:
         plan = [p for p in plan if not (p[0] == "flows" and p[4] == 10000)]
+    con = Console(width=max(con.width, 150))
     t = Table(title=f"aqmlab bench --scaling: {SCALING_BASE} (PIE, RTT 100 ms, CUBIC), summaries only, best of {repeat}", title_justify="left")
-    for c in ("series", "bottleneck", "flows", "simulated", "wall s", "CPU s", "events", "M events/s", "M packets/s", "sim s / wall s", "peak RSS MiB"):
+    for c in ("series", "bottleneck", "flows", "simulated", "wall s", "CPU s", "events", "M events/s", "M packets/s", "sim s / wall s", "peak RSS MiB", "run's MiB"):
         t.add_column(c, justify="right")
     rows = []
     for series, rate, access, duration, flows in plan:
@@ -163,13 +177,14 @@ def scaling(a: argparse.Namespace) -> int:
         rows.append({"series": series, **r})
         t.add_row(
             series, rate, f"{flows:,}", duration, f"{r['wall']:.3f}", f"{r['cpu']:.3f}", f"{r['events']:,}", f"{r['events'] / r['wall'] / 1e6:.2f}",
-            f"{r['packets'] / r['wall'] / 1e6:.2f}", f"{r['sim'] / r['wall']:,.1f}", f"{r['rss_kib'] / 1024:.0f}",
+            f"{r['packets'] / r['wall'] / 1e6:.2f}", f"{r['sim'] / r['wall']:,.1f}", f"{r['rss_kib'] / 1024:.0f}", f"{(r['rss_kib'] - r['rss0_kib']) / 1024:.1f}",
         )
     con.print(t)
     idle = min(r["rss0_kib"] for r in rows) / 1024
     con.print(f"rates are per wall second of the simulation (best of {repeat}); CPU s is the process's CPU time over the run, the")
     con.print("figure to read on a shared machine; packets are those dequeued at the bottleneck")
-    con.print(f"peak RSS is the whole Python process's; {idle:.0f} MiB of it is the interpreter with aqmlab loaded, before the run")
+    con.print(f"peak RSS: the whole process's high-water mark during the run (VmHWM, reset before it); about {idle:.0f} MiB of it is")
+    con.print("the interpreter with aqmlab loaded; run's MiB: the peak minus the resident size before the run")
     if a.json:
         from pathlib import Path
 
