@@ -4,6 +4,11 @@ Reports the simulator's own wall time (scenario built, run, records collected; n
 the Python-side table conversion), events per second, and packets per second
 through the bottleneck. Measure against a reference in the same sitting: run
 `aqmlab bench` before and after a change, or against ns-3 (see docs/performance.md).
+
+`aqmlab bench --scaling` prints the scaling table of docs/performance.md instead:
+wall and CPU time, events/s, bottleneck packets/s and peak memory as the bottleneck
+rate and the number of flows grow, in summaries-only mode, each point in a fresh
+process.
 """
 
 from __future__ import annotations
