@@ -44,6 +44,20 @@ def ecdf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x, np.arange(1, len(x) + 1) / max(len(x), 1)
 
 
+def hist_cdf(r: "RunResult", name: str, ps: tuple[int, ...] = (5, 50, 95)) -> tuple[np.ndarray, np.ndarray, int, list] | None:
+    """The CDF of a streaming histogram of the run (x in ms at each bucket's upper
+    end, y), its count and percentiles (ms); None if it is missing or empty."""
+    infos = r.meta.get("histograms") or []
+    idx = next((i for i, m in enumerate(infos) if m["name"] == name), None)
+    if idx is None or not infos[idx]["count"]:
+        return None
+    h = r.raw["histograms"]
+    s = h["hist"] == idx
+    cnt = h["count"][s]
+    q = metrics.hist_distribution(infos[idx], h["lo_ns"][s], h["hi_ns"][s], cnt, ps, extremes=False)
+    return h["hi_ns"][s] / 1e6, np.cumsum(cnt) / cnt.sum(), int(cnt.sum()), [q[f"p{p}"] for p in ps]
+
+
 def _title(r: "RunResult", what: str) -> str:
     sc = r.scenario
     return f"{what} — {sc['name']} ({r.meta['links'][0]['aqm']}, seed {r.meta['seed']})"
@@ -72,7 +86,7 @@ def _dequeues(r: "RunResult") -> dict[str, np.ndarray] | None:
 def queue_delay_cdf(r: "RunResult", out: Path) -> list[str]:
     dq = _dequeues(r)
     if dq is None:
-        return []
+        return _queue_delay_cdf_from_histograms(r, out)
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots()
         x, y = ecdf(dq["d"])
@@ -88,6 +102,33 @@ def queue_delay_cdf(r: "RunResult", out: Path) -> list[str]:
             ax.axhline(p / 100, color="grey", lw=0.6, ls=":")
             ax.annotate(f"p{p} = {v:.1f} ms", (v, p / 100), xytext=(5, -12), textcoords="offset points", fontsize=8)
         ax.set_xlabel("queueing delay at the bottleneck (ms)")
+        ax.set_ylabel("CDF (fraction of packets)")
+        ax.set_ylim(0, 1.01)
+        ax.set_xlim(left=0)
+        ax.legend(loc="lower right")
+        ax.set_title(_title(r, "Queueing delay"))
+        return _save(fig, out, "queue_delay_cdf")
+
+
+def _queue_delay_cdf_from_histograms(r: "RunResult", out: Path) -> list[str]:
+    """Without packet rows (summaries only): the CDF from the streaming histograms
+    (each bucket at its upper end, within 0.8 % of its values)."""
+    total = hist_cdf(r, "bottleneck.sojourn", (50, 90))
+    if total is None:
+        return []
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        x, y, _, (p50, p90) = total
+        ax.step(x, y, where="post", lw=1.8, color="black", label="all packets")
+        if len(r.class_names) > 1:
+            for name in r.class_names:
+                c = hist_cdf(r, f"bottleneck.sojourn.{name}")
+                if c is not None:
+                    ax.step(c[0], c[1], where="post", lw=1.0, label=name)
+        for p, v in ((50, p50), (90, p90)):
+            ax.axhline(p / 100, color="grey", lw=0.6, ls=":")
+            ax.annotate(f"p{p} = {v:.1f} ms", (v, p / 100), xytext=(5, -12), textcoords="offset points", fontsize=8)
+        ax.set_xlabel("queueing delay at the bottleneck (ms, from the streaming histogram)")
         ax.set_ylabel("CDF (fraction of packets)")
         ax.set_ylim(0, 1.01)
         ax.set_xlim(left=0)
@@ -203,16 +244,10 @@ def drop_causes(r: "RunResult", out: Path) -> list[str]:
                 curves[name] = (x, y, len(d), np.percentile(d, [5, 50, 95]))
     else:
         # no packet rows: the streaming histograms of the delay at drops
-        h = r.raw.get("histograms")
-        infos = r.meta.get("histograms") or []
         for name in ("overflow", "random", "deterministic"):
-            idx = next((i for i, m in enumerate(infos) if m["name"] == f"bottleneck.drop_delay.{name}"), None)
-            if idx is None or not infos[idx]["count"]:
-                continue
-            s = h["hist"] == idx
-            hi, cnt = h["hi_ns"][s] / 1e6, h["count"][s]
-            q = metrics.hist_distribution(infos[idx], h["lo_ns"][s], h["hi_ns"][s], cnt, (5, 50, 95), extremes=False)
-            curves[name] = (hi, np.cumsum(cnt) / cnt.sum(), int(cnt.sum()), [q["p5"], q["p50"], q["p95"]])
+            c = hist_cdf(r, f"bottleneck.drop_delay.{name}")
+            if c is not None:
+                curves[name] = c
     if not curves:
         return []
     n = sum(c[2] for c in curves.values())
