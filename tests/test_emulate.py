@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -63,9 +64,10 @@ def test_delivered_rate_is_the_configured_rate_under_saturation():
     sent = ls["tx_bytes"][sel].sum() * 8 / (sel.sum() * 0.1)
     assert abs(sent / RATE - 1) < 0.01, sent
     # at the receiving application: payload delivered between 0.5 s and 3 s, in IP bytes
+    # (a CBR flow's delivered bytes are whole datagrams, as in the simulator)
     fs = r.raw["flow_series"]
     d = dict(zip(fs["time_ns"].tolist(), fs["delivered_bytes"].tolist()))
-    got = (d[3_000_000_000] - d[500_000_000]) * size / (size - 28) * 8 / 2.5
+    got = (d[3_000_000_000] - d[500_000_000]) * 8 / 2.5
     assert abs(got / RATE - 1) < 0.01, got
     print(f"\nsaturation: link carried {sent / 1e6:.4f} Mbps, receiver got {got / 1e6:.4f} Mbps (IP bytes) of {RATE / 1e6:.0f} Mbps")
     s = r.summary["bottleneck"]
@@ -157,12 +159,12 @@ def _start_cli_run(tmp_path) -> tuple[subprocess.Popen, str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+    # the run's id from its bottleneck's command line (other emulations may be running
+    # on the machine: their namespaces are not this run's)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        ours = [n for n in netns.namespaces() if n.startswith(netns.PREFIX)]
-        kids = _child_bottlenecks(p.pid)
-        if kids and ours:
-            run_ids = {n.split("-")[1] for n in ours}
+        ids = {m.group(1) for k in _child_bottlenecks(p.pid) for m in [re.search(r"aqmlab-emulate-([0-9a-f]+)-", netns._cmdline(k))] if m}
+        if ids and all(f"{netns.PREFIX}{i}-snd" in netns.namespaces() for i in ids):
             break
         time.sleep(0.05)
     else:
@@ -170,7 +172,7 @@ def _start_cli_run(tmp_path) -> tuple[subprocess.Popen, str]:
         pytest.fail("the emulation did not start")
     time.sleep(2.0)  # mid-run: traffic is flowing
     assert p.poll() is None
-    (run_id,) = run_ids
+    (run_id,) = ids
     return p, run_id
 
 
@@ -192,7 +194,8 @@ def test_killing_the_bottleneck_mid_run_leaves_nothing_behind(tmp_path):
 def test_ctrl_c_or_sigterm_mid_run_leaves_nothing_behind(tmp_path, sig):
     p, run_id = _start_cli_run(tmp_path)
     p.send_signal(sig)
-    _, err = p.communicate(timeout=20)
+    # generous: the teardown of namespaces and processes is slow on a loaded machine
+    _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert _nothing_left({run_id}) == []
     assert not (tmp_path / "run").exists()
@@ -305,3 +308,237 @@ def test_madpie_runs_on_real_traffic_with_its_deterministic_drops():
     assert b["aqm"] == "madpie"
     assert b["drops"]["deterministic"] > 0
     assert r.summary["classes"]["bulk"]["goodput_mbps"] > 5
+
+
+@needs_emulation
+def test_bbr_runs_on_the_kernel_and_the_simulator_refuses_it(cli, tmp_path):
+    # `cc = "bbr"` is Linux's BBR: the emulator sets it per socket (the kernel must
+    # have it: /proc/sys/net/ipv4/tcp_available_congestion_control, or modprobe)
+    args = ["madpie-proof", "--set", "duration=3s", "--set", "bottleneck.delay=48ms", "--set", "flows.0.count=2", "--set", "flows.0.tcp.cc=bbr"]
+    code, out, err = cli("run", *args, "--out", str(tmp_path / "sim"))
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("aqmlab: error: flows[0].tcp.cc:") and "simulator has no BBR" in err
+    if "bbr" not in open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split():
+        pytest.skip("this kernel has no BBR")
+    r = emulate(*args[:1], [a for a in args[1:] if a != "--set"])
+    assert r.meta["emulated"]["kernel_cc"] == ["bbr", "bbr"]
+    assert r.summary["classes"]["bulk"]["cc"] == "bbr"
+    assert r.summary["classes"]["bulk"]["goodput_mbps"] > 5
+
+
+def test_a_congestion_control_the_kernel_lacks_is_a_one_line_error(tmp_path):
+    from aqmlab.emulate import EmulationError, check_kernel_cc
+
+    avail = tmp_path / "available"
+    avail.write_text("reno cubic\n")
+    check_kernel_cc([{"group": 0, "cc": "cubic"}, {"group": 1, "cc": None}], str(avail))
+    with pytest.raises(EmulationError) as e:
+        check_kernel_cc([{"group": 0, "cc": "cubic"}, {"group": 2, "cc": "bbr"}], str(avail))
+    msg = str(e.value)
+    assert msg.startswith('flows[2].tcp.cc: the kernel has no "bbr" congestion control (it has: cubic, reno;') and "\n" not in msg
+
+
+CBR_SCENARIO = """
+name = "cbr"
+duration = "3s"
+[bottleneck]
+rate = "10Mbps"
+delay = "8ms"
+buffer = "50pkts"
+[[flows]]
+name = "voip"
+kind = "cbr"
+start = "0.2s"
+rate = "87kbps"
+packet_size = "218B"
+[[flows]]
+name = "flood"
+kind = "cbr"
+start = "0.5s"
+stop = "2.5s"
+rate = "12Mbps"
+packet_size = "1500B"
+"""
+
+
+@needs_emulation
+def test_cbr_flows_send_at_their_rate_and_write_their_datagrams(tmp_path):
+    # Kuhn & Ros §IV-A's VoIP-like flow (218 B every 1744/87000 s) beside a 12 Mbps
+    # flood through a 10 Mbps link from 0.5 s to 2.5 s
+    r = emulate(_toml(tmp_path, CBR_SCENARIO))
+    fl = r.raw["flows"]
+    voip_sent = _cbr_count(200_000_000, 3_000_000_000, 218, 87_000)
+    flood_sent = _cbr_count(500_000_000, 2_500_000_000, 1500, 12_000_000)
+    assert (voip_sent, flood_sent) == (140, 2000)  # 2.8 s / 20.046 ms, 2 s / 1 ms
+    assert fl["segments_sent"].tolist() == [voip_sent, flood_sent]
+    dg = r.datagrams.to_pandas()
+    voip = dg[dg["class"] == "voip"]
+    # the voip flow loses nothing before the flood (datagrams 0-14 leave before 0.5 s)
+    # and after it, and some of what arrives while the flood keeps the DropTail buffer
+    # full; its one-way delay is at least the 10 ms of propagation and at most that
+    # plus a full buffer
+    assert set(range(15)) <= set(voip["seq"]) and set(range(116, voip_sent)) <= set(voip["seq"])
+    assert 0.5 * voip_sent < len(voip) < voip_sent
+    assert (voip["size_bytes"] == 218).all()
+    assert voip["one_way_delay_ms"].min() >= 10.0
+    assert voip["one_way_delay_ms"].max() <= 10.0 + 50 * 1500 * 8 / 10e6 * 1e3 + 5
+    flood = dg[dg["class"] == "flood"]
+    # the link carries at most 10 Mbps of the 12: about 1/6 of the flood is dropped
+    got = len(flood) / flood_sent
+    assert 0.75 < got < 0.9, got
+    c = r.summary["classes"]
+    assert c["voip"]["datagrams"]["sent"] == voip_sent
+    assert c["flood"]["datagrams"]["dropped"] > 0.1 * flood_sent
+    assert c["voip"]["one_way_delay_ms"]["p50"] >= 10.0
+    # a flood between 0.5 s and 2.5 s: its goodput is about the link's 10 Mbps
+    assert 8.5 < c["flood"]["goodput_mbps"] < 11, c["flood"]["goodput_mbps"]
+    # the datagrams table of the run folder
+    r.write(tmp_path / "run", report=False)
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(tmp_path / "run" / "datagrams.parquet").num_rows == len(dg)
+
+
+def _cbr_count(start: int, stop: int, size: int, rate: int) -> int:
+    """Datagrams k = 0, 1, ... that leave at start + floor(k * size * 8 / rate) < stop."""
+    k = 0
+    while start + k * size * 8 * 1_000_000_000 // rate < stop:
+        k += 1
+    return k
+
+
+def _toml(tmp_path, text: str, name: str = "s.toml") -> str:
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+FILES_SCENARIO = """
+name = "files"
+duration = "5s"
+[bottleneck]
+rate = "10Mbps"
+delay = "18ms"
+buffer = "100pkts"
+aqm = "pie"
+[[flows]]
+name = "bulk"
+count = 1
+[[flows]]
+name = "files"
+kind = "files"
+count = 2
+sizes = ["20KB", "60KB"]
+think = "0.3s"
+[[flows]]
+name = "web"
+kind = "web"
+count = 1
+sizes = ["30KB"]
+think = "0.3s"
+"""
+
+
+@needs_emulation
+def test_repeated_downloads_run_and_fill_the_transfers_table(tmp_path):
+    # two clients downloading over new connections, one over a persistent connection,
+    # beside a bulk flow; base RTT 2 x (1 + 18 + 1) = 40 ms
+    r = emulate(_toml(tmp_path, FILES_SCENARIO))
+    t = r.transfers.to_pandas()
+    done = t[t["end_s"].notna()]
+    files, web = done[done["class"] == "files"], done[done["class"] == "web"]
+    # each download takes at least: handshake (new connections) + request + the data's
+    # slow start: 1.5 RTT + 1 RTT per window; a 0.3 s think between them, so a few per
+    # client in 5 s
+    assert len(files) >= 4 and len(web) >= 4, t
+    assert (files["download_time_s"] >= 0.060).all()  # 1.5 RTT at least
+    assert (web["download_time_s"] >= 0.020).all()  # the request's half RTT at least
+    assert set(files["size_bytes"]) <= {20_000, 60_000} and (web["size_bytes"] == 30_000).all()
+    # new connections count up, the persistent one stays 0
+    assert sorted(files[files["flow"] == 1]["conn"]) == list(range(len(files[files["flow"] == 1])))
+    assert (web["conn"] == 0).all()
+    # the sizes are the simulator's draws for this seed, in order
+    plan = json.loads(__import__("aqmlab")._core.emulation_plan(open(tmp_path / "s.toml").read()))
+    for f in (1, 2, 3):
+        got = t[t["flow"] == f].sort_values("index")["size_bytes"].tolist()
+        assert got == plan["flows"][f]["sizes"][: len(got)]
+    # the next request follows the think time after the previous end
+    fl1 = t[t["flow"] == 1].sort_values("index")
+    gaps = fl1["request_s"].to_numpy()[1:] - fl1["end_s"].to_numpy()[:-1]
+    assert np.all(np.abs(gaps - 0.3) < 0.05), gaps
+    fl = r.flows.to_pandas().set_index("flow")
+    assert fl.loc[1, "transfers"] == len(files[files["flow"] == 1])
+    # every byte of the completed downloads reached the client, plus any partial one
+    assert fl.loc[1, "bytes_delivered"] >= files[files["flow"] == 1]["size_bytes"].sum()
+    s = r.summary["classes"]["files"]["download_time_s"]["all"]
+    assert s["completed"] == len(files) and s["p50"] > 0
+    # the bottleneck names the downloads' packets by the client's port, both directions
+    pk = r.packets.to_pandas()
+    assert set(pk["class"].unique()) >= {"bulk", "files", "web"}
+
+
+PATHS_SCENARIO = """
+name = "paths"
+duration = "3s"
+[bottleneck]
+rate = "20Mbps"
+delay = "8ms"
+buffer = "200pkts"
+schedule = [{ at = "1.5s", rate = "5Mbps" }]
+[[flows]]
+name = "near"
+kind = "cbr"
+rate = "1Mbps"
+packet_size = "200B"
+[[flows]]
+name = "far"
+kind = "cbr"
+rate = "1Mbps"
+packet_size = "200B"
+path = { sender_delay = "41ms" }
+[[flows]]
+name = "flood"
+kind = "cbr"
+start = "1s"
+rate = "30Mbps"
+packet_size = "1200B"
+"""
+
+
+@needs_emulation
+def test_group_paths_and_a_capacity_schedule(tmp_path):
+    # near: one-way 1 + 8 + 1 = 10 ms; far: 41 + 8 + 1 = 50 ms (Kuhn & Ros §V's
+    # groups at different distances); the link drops from 20 to 5 Mbps at 1.5 s
+    r = emulate(_toml(tmp_path, PATHS_SCENARIO))
+    dg = r.datagrams.to_pandas()
+    quiet = dg[dg["time_s"] < 0.9]  # before the flood: almost no queueing
+    for name, prop in (("near", 10.0), ("far", 50.0)):
+        owd = quiet[quiet["class"] == name]["one_way_delay_ms"]
+        assert len(owd) > 400
+        assert owd.min() >= prop and abs(owd.median() - prop) < 0.5, (name, owd.describe())
+    fl = r.flows.to_pandas()
+    assert fl["base_rtt_ms"].tolist() == [20.0, 100.0, 20.0]
+    ls = r.timeseries.to_pandas()
+    link = ls[(ls["scope"] == "link") & (ls["link"] == "bottleneck")]
+    before = link[(link["time_s"] > 1.1) & (link["time_s"] <= 1.5)]
+    after = link[link["time_s"] > 1.6]
+    # capacity offered per interval, and the flood fills it
+    assert (before["capacity_mbps"] == 20.0).all() and (after["capacity_mbps"] == 5.0).all()
+    assert np.mean(np.abs(before["throughput_mbps"] - 20.0) < 0.2) >= 0.9, before["throughput_mbps"]
+    assert np.mean(np.abs(after["throughput_mbps"] - 5.0) < 0.15) >= 0.9, after["throughput_mbps"]
+    assert r.summary["bottleneck"]["utilization"]["p50"] > 0.99
+
+
+@needs_emulation
+def test_ecn_capable_cbr_datagrams_arrive_with_the_ce_mark(tmp_path):
+    # an ECT(0) flood through PIE with ECN: PIE marks while its probability is below
+    # 10 % (RFC 8033 §5.1); the receiver sees CE on the datagrams that were marked
+    text = CBR_SCENARIO.replace('buffer = "50pkts"', 'buffer = "200pkts"\naqm = { kind = "pie", ecn = true }').replace(
+        'rate = "12Mbps"', 'rate = "10.5Mbps"\necn = true'
+    )
+    r = emulate(_toml(tmp_path, text))
+    dg = r.datagrams.to_pandas()
+    flood = dg[dg["class"] == "flood"]
+    marks = int(r.raw["flows"]["marks"][1])
+    assert marks > 0 and 0 < flood["ce"].sum() <= marks
+    assert not dg[dg["class"] == "voip"]["ce"].any()  # not ECN-capable: never marked

@@ -38,4 +38,9 @@ def emulate_bottleneck(
     flows: int,
     spin_ns: Optional[int] = None,
     trace_ms: Optional[list[int]] = None,
+    base_dir: Optional[str] = None,
+    delays_ns: Optional[list[tuple[int, int]]] = None,
 ) -> dict[str, object]: ...
+def emulation_plan(
+    text: str, format: str = "toml", overrides: list[str] = ..., seed: Optional[int] = None, base_dir: Optional[str] = None
+) -> str: ...

@@ -3,7 +3,10 @@
 Reports the simulator's own wall time (scenario built, run, records collected; not
 the Python-side table conversion), events per second, and packets per second
 through the bottleneck. Measure against a reference in the same sitting: run
-`aqmlab bench` before and after a change, or against ns-3 (see docs/performance.md).
+`aqmlab bench` before and after a change, or against ns-3 (`--vs ns3`, see
+docs/performance.md). `--suite` times the issue's reference scenarios (`SUITE`)
+one after the other, each in aqmlab and, with `--vs ns3`, in the ns-3 twin, and
+prints the ratios of one sitting.
 
 `aqmlab bench --scaling` prints the scaling table of docs/performance.md instead:
 wall and CPU time, events/s, bottleneck packets/s and peak memory as the bottleneck
@@ -17,11 +20,55 @@ import argparse
 import json
 import statistics
 import time
+from dataclasses import dataclass
 
 from . import _core
 
 
+@dataclass(frozen=True)
+class BenchCase:
+    name: str
+    title: str
+    scenario: str
+    overrides: tuple[str, ...] = ()
+
+
+# The speed targets of docs/performance.md: Kuhn & Ros §III as the paper ran it
+# (300 s, 10 CUBIC flows, 10 Mbps) at both RTTs, and a 1 Gbps bottleneck with 1,000
+# flows (access links 10 Gbps so that the bottleneck is the 1 Gbps link; buffer 1
+# BDP; 10 simulated seconds, since ns-3 needs minutes for them).
+SUITE = [
+    BenchCase("s3-rtt500", "Kuhn & Ros §III, PIE, RTT 500 ms, 300 s", "madpie-proof"),
+    BenchCase("s3-rtt100", "Kuhn & Ros §III, PIE, RTT 100 ms, 300 s", "madpie-proof", ("bottleneck.delay=48ms",)),
+    BenchCase(
+        "1g-1000",
+        "1 Gbps, 1,000 CUBIC flows, PIE, RTT 100 ms, 10 s",
+        "madpie-proof",
+        ("bottleneck.rate=1Gbps", "bottleneck.delay=48ms", "access.rate=10Gbps", "access.buffer=100000pkts",
+         "flows.0.count=1000", "duration=10s", "record.flow_series=false"),
+    ),
+]
+
+
+def _time_aqmlab(text: str, fmt: str, overrides: list[str], seed, base_dir, repeat: int):
+    rows = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        raw = _core.run(text, fmt, overrides, seed, None, base_dir)
+        total = time.perf_counter() - t0
+        meta = json.loads(raw["meta"])
+        pk = meta["links"][0]["stats"]["dequeued"]
+        rows.append((meta["wall_seconds"], total, meta["events"], pk, meta["sim_seconds"]))
+        del raw
+    return rows
+
+
 def main(a: argparse.Namespace) -> int:
+    if a.repeat < 1:
+        print("aqmlab: error: --repeat: must be at least 1")
+        return 2
+    if getattr(a, "suite", False):
+        return suite(a)
     from rich.console import Console
     from rich.table import Table
 
@@ -34,17 +81,7 @@ def main(a: argparse.Namespace) -> int:
     except _core.ScenarioError as e:
         print(f"aqmlab: error: {e}")
         return 2
-    if a.repeat < 1:
-        print("aqmlab: error: --repeat: must be at least 1")
-        return 2
-    rows = []
-    for i in range(a.repeat):
-        t0 = time.perf_counter()
-        raw = _core.run(src.text, src.format, overrides, a.seed, None, src.base_dir)
-        total = time.perf_counter() - t0
-        meta = json.loads(raw["meta"])
-        pk = meta["links"][0]["stats"]["dequeued"]
-        rows.append((meta["wall_seconds"], total, meta["events"], pk, meta["sim_seconds"]))
+    rows = _time_aqmlab(src.text, src.format, overrides, a.seed, src.base_dir, a.repeat)
     walls = [r[0] for r in rows]
     best = min(rows, key=lambda r: r[0])
     med = statistics.median(walls)
@@ -65,20 +102,26 @@ def main(a: argparse.Namespace) -> int:
     return 0
 
 
-def _vs_ns3(resolved: dict, aqmlab_best: float, a: argparse.Namespace) -> int:
-    """Run the ns-3 twin of the same scenario in the same sitting and print the ratio."""
+def _ns3_best(resolved: dict, repeat: int):
     import tempfile
     from pathlib import Path
 
+    from . import ns3
+
+    ns3.build()
+    with tempfile.TemporaryDirectory() as d:
+        return [ns3.run(resolved, resolved["seed"], Path(d)) for _ in range(repeat)]
+
+
+def _vs_ns3(resolved: dict, aqmlab_best: float, a: argparse.Namespace) -> int:
+    """Run the ns-3 twin of the same scenario in the same sitting and print the ratio."""
     from rich.console import Console
     from rich.table import Table
 
     from . import ns3
 
     try:
-        ns3.build()
-        with tempfile.TemporaryDirectory() as d:
-            runs = [ns3.run(resolved, resolved["seed"], Path(d)) for _ in range(max(1, min(a.repeat, 3)))]
+        runs = _ns3_best(resolved, max(1, min(a.repeat, 3)))
     except (ns3.Ns3Unavailable, ns3.NotTranslatable) as e:
         print(f"aqmlab: error: {e}")
         return 2
@@ -88,10 +131,55 @@ def _vs_ns3(resolved: dict, aqmlab_best: float, a: argparse.Namespace) -> int:
     t.add_column("wall seconds (best)", justify="right")
     t.add_column("queueing delay p50 / p90 (ms)", justify="right")
     t.add_row("aqmlab", f"{aqmlab_best:.3f}", "")
-    q = runs[0].summary["queue_delay_ms"]
+    q = runs[0].summary["bottleneck"]["queue_delay_ms"]
     t.add_row("ns-3", f"{best:.3f}", f"{q['p50']:.1f} / {q['p90']:.1f}")
     Console().print(t)
     Console().print(f"aqmlab is {best / aqmlab_best:.1f} times faster than ns-3 on this scenario")
+    return 0
+
+
+def suite(a: argparse.Namespace) -> int:
+    """The reference scenarios, in aqmlab (packet records on, and summaries only) and,
+    with --vs ns3, in the ns-3 twin: one table of wall times and ratios."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from . import ns3
+    from .scenario import source
+
+    con = Console()
+    t = Table(title=f"aqmlab bench --suite{' --vs ns3' if a.vs else ''} (best of {a.repeat} aqmlab runs)", title_justify="left")
+    for col in ("case", "aqmlab s (records)", "aqmlab s (summaries)", "M events/s", "M pkts/s"):
+        t.add_column(col, justify="right" if col != "case" else "left")
+    if a.vs:
+        t.add_column("ns-3 s", justify="right")
+        t.add_column("ratio (records / summaries)", justify="right")
+    results = []
+    for c in SUITE:
+        src = source(c.scenario)
+        over = list(c.overrides) + list(a.set)
+        con.print(f"{c.name}: {c.title} ...")
+        rec = _time_aqmlab(src.text, src.format, over, a.seed, src.base_dir, a.repeat)
+        summ = _time_aqmlab(src.text, src.format, over + ["record.packets=false"], a.seed, src.base_dir, a.repeat)
+        br, bs = min(rec), min(summ)
+        row = [c.name, f"{br[0]:.3f}", f"{bs[0]:.3f}", f"{bs[2] / bs[0] / 1e6:.1f}", f"{bs[3] / bs[0] / 1e6:.2f}"]
+        res = {"case": c.name, "title": c.title, "aqmlab_records_s": br[0], "aqmlab_summaries_s": bs[0], "events": bs[2], "bottleneck_packets": bs[3]}
+        if a.vs:
+            resolved = json.loads(_core.resolve_scenario(src.text, src.format, over, a.seed, src.base_dir))
+            try:
+                n = min(r.wall_seconds for r in _ns3_best(resolved, 1 if c.name == "1g-1000" else min(a.repeat, 2)))
+            except (ns3.Ns3Unavailable, ns3.NotTranslatable) as e:
+                print(f"aqmlab: error: {e}")
+                return 2
+            row += [f"{n:.2f}", f"{n / br[0]:.0f} × / {n / bs[0]:.0f} ×"]
+            res.update(ns3_s=n, ratio_records=n / br[0], ratio_summaries=n / bs[0])
+        results.append(res)
+        t.add_row(*row)
+    con.print(t)
+    if a.json:
+        from pathlib import Path
+
+        Path(a.json).write_text(json.dumps(results, indent=1))
     return 0
 
 

@@ -324,6 +324,29 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
         return _err(str(e).strip("'\""))
 
 
+def cmd_validate(a: argparse.Namespace) -> int:
+    from . import ns3
+
+    con = _console()
+    if a.seeds < 2:
+        return _err(f"validate: --seeds: {a.seeds} (at least 2, for the seed-to-seed spread)")
+    try:
+        from .ns3 import validate as val
+
+        cases = val.cases_by_name(a.cases)
+        v = val.validate([c.name for c in cases], seeds=a.seeds, out=a.out, quick=a.quick, jobs=a.jobs, align=not a.no_align, extra=a.set, console=con)
+    except (ns3.Ns3Unavailable, ns3.NotTranslatable, ValueError, _core.ScenarioError) as e:
+        return _err(str(e))
+    except KeyboardInterrupt:
+        print("aqmlab: interrupted; finished runs are kept and the validation resumes where it stopped when started again", file=sys.stderr)
+        return 130
+    con.print(f"{v.agreeing} of {len(v.rows)} figures agree (within the seed-to-seed spread, 10 %, or the floor); table in {a.out}/validation.md")
+    for r in v.rows:
+        if not r.agrees:
+            con.print(f"  differs: {r.case}: {r.figure}: aqmlab {r.aqmlab[0]:.4g} vs ns-3 {r.ns3[0]:.4g} (tolerance {r.tolerance:.3g})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="aqmlab", description="A lab for active queue management: simulate AQMs and TCP at a bottleneck.")
     p.add_argument("--version", action="version", version=f"aqmlab {_core.__version__}")
@@ -363,9 +386,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeat", type=int, default=3, help="runs to time (the best and median are reported)")
     b.add_argument("--no-packets", action="store_true", help="turn per-packet records off (record.packets = false)")
     b.add_argument("--vs", choices=["ns3"], default=None, help="also run the scenario's ns-3 twin (pip install 'aqmlab[ns3]') and print the speed ratio")
+    b.add_argument("--suite", action="store_true", help="time the reference scenarios of docs/performance.md (the scenario argument is ignored)")
     b.add_argument("--scaling", action="store_true", help="the scaling table instead: wall time, events/s, packets/s and peak memory as the bottleneck rate (10 Mbps to 10 Gbps) and the flows (1 to 10,000) grow, summaries only (docs/performance.md); --repeat runs per point")
     b.add_argument("--quick", action="store_true", help="with --scaling: leave out the 10,000-flow point and the 60 s memory run")
-    b.add_argument("--json", default=None, metavar="FILE", help="with --scaling: also write the rows as JSON")
+    b.add_argument("--json", default=None, metavar="FILE", help="with --suite or --scaling: also write the figures as JSON")
     b.set_defaults(fn=cmd_bench)
 
     sw = sub.add_parser(
@@ -410,6 +434,17 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--cluster", default=None, metavar="ADDRESS")
     rp.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
     rp.set_defaults(fn=cmd_reproduce)
+
+    va = sub.add_parser("validate", help="cross-validate against ns-3 3.44 (pip install 'aqmlab[ns3]'): the same scenarios in both, side by side")
+    va.add_argument("reference", choices=["ns3"], help="the reference simulator")
+    va.add_argument("cases", nargs="*", help="cases of the standard set (default: all of it; see docs/validation.md)")
+    va.add_argument("--seeds", type=int, default=5, help="seeds per case and simulator (default 5)")
+    va.add_argument("--quick", action="store_true", help="runs of at most 60 s")
+    va.add_argument("--out", default="validation-ns3", help="output folder (resumes the runs already in it)")
+    va.add_argument("--jobs", type=int, default=None, help="parallel runs (default: the number of cores)")
+    va.add_argument("--no-align", action="store_true", help="keep aqmlab's Linux-like TCP defaults instead of ns-3's handshake, RTO and ACK policy")
+    va.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field in every case (both simulators); flows.{tcp}.… applies to every TCP group")
+    va.set_defaults(fn=cmd_validate)
 
     from .analysis.cli import add_parser as add_analyze
 

@@ -22,6 +22,11 @@ legend, so that it stands on its own.
 | `download_times` | Kuhn & Ros, Fig. 7 (download time by file size, 5/25/50/75/95th percentiles) |
 | `bulk_goodput_cdf` | Kuhn & Ros, Fig. 8 (CDF of the bulk flows' goodput per second) |
 | `flow_traces` | Popovsky (Palermo), per-connection sequence, RTT and in-flight traces |
+| `transfer_rate_by_size` | Popovsky Figs. 5-6 (rate of a late transfer against its size) |
+| `class_metrics` | Jou, Tan & Baras Tables III-IV (loss, delay, rate per traffic class) |
+| `download_time_by_size` | Jou, Tan & Baras Fig. 9 (small-file delivery time, mean and sd) |
+| `backlog_time` | Jou, Tan & Baras Fig. 10 (queue length over time) |
+| `drop_prob_time` | Jou, Tan & Baras Fig. 11 (dropping probability over time) |
 """
 
 from __future__ import annotations
@@ -99,6 +104,30 @@ class Run:
     def class_kinds(self) -> dict[str, str]:
         return {name: c.get("kind", "") for name, c in self.summary.get("classes", {}).items()}
 
+    def class_packets(self) -> Optional[dict[str, dict[str, float]]]:
+        """Per class at the bottleneck after the warm-up (Jou, Tan & Baras Tables III-IV):
+        `loss_pct` (packets dropped over packets arriving), `delay_s` (mean queueing delay
+        of the packets sent on), `rate_kBps` (bytes sent on per second, kB = 1000 B)."""
+        if "_class_packets" not in self._tables:
+            df = self.table("packets", ["time_s", "class", "uid", "size_bytes", "event", "sojourn_ms"], [("link", "=", "bottleneck")])
+            out = None
+            if df is not None:
+                df = df[df["time_s"] >= self.warmup_s()]
+                span = max(float(self.summary["sim_seconds"]) - self.warmup_s(), 1e-9)
+                out = {}
+                for cls, d in df.groupby(df["class"].astype(str), sort=False):
+                    ev = d["event"].astype(str)
+                    arrived = d.loc[ev.isin(["enqueue", "drop"]), "uid"].nunique()
+                    dropped = int((ev == "drop").sum())
+                    deq = d[ev == "dequeue"]
+                    out[str(cls)] = {
+                        "loss_pct": 100.0 * dropped / arrived if arrived else float("nan"),
+                        "delay_s": float(deq["sojourn_ms"].mean()) / 1e3 if len(deq) else float("nan"),
+                        "rate_kBps": float(deq["size_bytes"].sum()) / span / 1e3,
+                    }
+            self._tables["_class_packets"] = out  # type: ignore[index]
+        return self._tables["_class_packets"]  # type: ignore[index]
+
 
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
@@ -167,11 +196,13 @@ class Series:
     runs: list[Run]
     values: dict[str, Any] = field(default_factory=dict)  # what sets this series apart
     color: str = "black"
-    fmt: Optional[str] = None
+    fmt: Union[str, Callable[[Mapping[str, Any]], str], None] = None  # label format, or a function of the values
 
     def label(self, exclude: Iterable[str] = ()) -> str:
         ex = set(exclude)
         vals = {k: v for k, v in self.values.items() if k not in ex}
+        if callable(self.fmt):
+            return self.fmt({k: _fmt_value(v) for k, v in self.values.items() if k not in ex})
         if self.fmt and not ex:
             try:
                 return self.fmt.format(**{k.replace(".", "_"): _fmt_value(v) for k, v in self.values.items()})
@@ -288,15 +319,19 @@ class Series:
                 out.setdefault(str(cls), []).extend(sub["goodput_mbps"].to_numpy(float))
         return {k: np.asarray(v) for k, v in out.items()}
 
-    def interval_goodputs(self, kinds: Sequence[str]) -> Optional[np.ndarray]:
-        """Per-flow goodput (Mbps) per `metrics.goodput_interval`, flows of `kinds`, pooled."""
+    def interval_goodputs(self, kinds: Sequence[str], classes: Optional[Sequence[str]] = None) -> Optional[np.ndarray]:
+        """Per-flow goodput (Mbps) per `metrics.goodput_interval`, flows of `kinds` (and of
+        the named `classes` when given), pooled."""
         parts = []
         for r in self.runs:
-            fl = r.table("flows", ["flow", "kind"])
+            fl = r.table("flows", ["flow", "kind", "class"])
             ts = r.table("timeseries", ["time_s", "flow", "goodput_mbps"], [("scope", "=", "flow")])
             if fl is None or ts is None:
                 continue
-            ids = set(fl.loc[fl["kind"].isin(kinds), "flow"].tolist())
+            keep = fl["kind"].isin(kinds)
+            if classes is not None:
+                keep &= fl["class"].astype(str).isin(list(classes))
+            ids = set(fl.loc[keep, "flow"].tolist())
             f = ts[ts["flow"].isin(ids) & (ts["time_s"] > r.warmup_s())]
             if f.empty:
                 continue
@@ -339,7 +374,7 @@ def _thin(x: np.ndarray) -> np.ndarray:
     return x[:: int(math.ceil(len(x) / MAX_SAMPLES_PER_RUN))]
 
 
-def group(runs: Sequence[Run], label: Optional[str] = None) -> list[Series]:
+def group(runs: Sequence[Run], label: Union[str, Callable[[Mapping[str, Any]], str], None] = None) -> list[Series]:
     """Pool runs that differ only in their seed; label series by what differs."""
     buckets: dict[str, list[Run]] = {}
     for r in runs:
@@ -393,6 +428,7 @@ class Options:
     where: dict[str, Any] = field(default_factory=dict)
     title: Optional[str] = None
     max_panels: int = 12
+    classes: Optional[list[str]] = None  # traffic classes (by name) a per-class figure keeps; None: all
 
 
 def _plt():
@@ -427,10 +463,22 @@ def _facets(series: list[Series], opt: Options) -> list[tuple[str, list[Series]]
     return list(out.items())[: opt.max_panels]
 
 
+def _panel_colors(panels: list[tuple[str, list[Series]]], opt: Options) -> dict[int, str]:
+    """Series colours; with facets, one colour per label within a panel, the same in every
+    panel (e.g. RTT 500 ms has one colour in the PIE and the MADPIE panels)."""
+    if not opt.facet:
+        return {id(s): s.color for _, g in panels for s in g}
+    labels = list(dict.fromkeys(s.label(exclude=[opt.facet]) for _, g in panels for s in g))
+    pal = dict(zip(labels, _palette(len(labels))))
+    return {id(s): pal[s.label(exclude=[opt.facet])] for _, g in panels for s in g}
+
+
 def _grid_axes(plt, n: int, width: float = 4.2, height: float = 3.4, sharex=True, sharey=True):
     cols = min(n, 3)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols + 0.6, height * rows + 0.4), sharex=sharex, sharey=sharey, squeeze=False)
+    # room between rows for the x labels of each panel and the titles of the next row
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols + 0.6, height * rows + 0.4), sharex=sharex, sharey=sharey, squeeze=False,
+                             gridspec_kw={"hspace": 0.45} if rows > 1 else None)
     flat = axes.ravel()
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -450,6 +498,7 @@ def _cdf_figure(series: list[Series], opt: Options, values: Callable[[Series], O
     plt, STYLE = _plt()
     panels = _facets([s for s, _ in data], opt)
     vals = {id(s): v for s, v in data}
+    colors = _panel_colors(panels, opt)
     with plt.rc_context(STYLE):
         fig, axes = _grid_axes(plt, len(panels), sharex=xlim is not None)
         for ax, (name, group_) in zip(axes, panels):
@@ -458,7 +507,7 @@ def _cdf_figure(series: list[Series], opt: Options, values: Callable[[Series], O
             hi = max(np.nanpercentile(vals[id(s)], clip_pct) for s in group_) * 1.05 if clip_pct else None
             for s in group_:
                 x, y = _ecdf_points(vals[id(s)])
-                ax.plot(x, y, color=s.color, lw=1.5, label=s.label(exclude=[opt.facet] if opt.facet else []) or s.label())
+                ax.plot(x, y, color=colors[id(s)], lw=1.5, label=s.label(exclude=[opt.facet] if opt.facet else []) or s.label())
             ax.set_ylim(0, 1.01)
             if xlim:
                 ax.set_xlim(*xlim)
@@ -597,7 +646,7 @@ def cbr_goodput_delay(series: list[Series], opt: Options):
     percentiles of their packets' queueing delay (x: 5, 25, 50, 75, 95th)."""
     data = []
     for s in series:
-        cls = s.classes_of(CBR_KINDS)
+        cls = [c for c in s.classes_of(CBR_KINDS) if opt.classes is None or c in opt.classes]
         if not cls:
             continue
         d = s.class_delays(cls)
@@ -611,17 +660,18 @@ def cbr_goodput_delay(series: list[Series], opt: Options):
     plt, STYLE = _plt()
     panels = _facets([s for s, _, _ in data], opt)
     by = {id(s): (p, g) for s, p, g in data}
+    colors = _panel_colors(panels, opt)
     with plt.rc_context(STYLE):
         fig, axes = _grid_axes(plt, len(panels), width=4.8, height=3.6)
         for ax, (name, grp) in zip(axes, panels):
             for i, s in enumerate(grp):
                 p, g = by[id(s)]
-                ax.plot(p, [g] * len(p), color=s.color, lw=1.2, marker="|", ms=12, mew=1.5, label=s.label(exclude=[opt.facet] if opt.facet else []) or s.label())
-                ax.plot([p[2]], [g], "o", color=s.color, ms=5)
+                ax.plot(p, [g] * len(p), color=colors[id(s)], lw=1.2, marker="|", ms=12, mew=1.5, label=s.label(exclude=[opt.facet] if opt.facet else []) or s.label())
+                ax.plot([p[2]], [g], "o", color=colors[id(s)], ms=5)
                 if i == 0:
                     for pc, x in zip(CBR_PCTS, p):
                         ax.annotate(f"{pc}", (x, g), xytext=(0, 7), textcoords="offset points", ha="center", fontsize=7, color="#444")
-            ax.set_xlabel("queueing delay of the CBR packets (ms): 5/25/50/75/95th pct")
+            ax.set_xlabel("queueing delay of the CBR packets (ms)\n(5/25/50/75/95th percentiles)")
             ax.set_xlim(left=0)
             if opt.facet:
                 ax.set_title(f"{_short(opt.facet)} = {name}")
@@ -635,7 +685,9 @@ def download_times(series: list[Series], opt: Options):
     """Kuhn & Ros Fig. 7: download time by file size, one box per series, boxes at the
     25/50/75th percentiles and whiskers at the 5th and 95th."""
     data = [(s, s.transfers()) for s in series]
-    data = [(s, t) for s, t in data if t is not None]
+    if opt.classes is not None:
+        data = [(s, None if t is None else t[t["class"].astype(str).isin(list(opt.classes))]) for s, t in data]
+    data = [(s, t) for s, t in data if t is not None and not t.empty]
     if not data:
         return None
     sizes = sorted({int(x) for _, t in data for x in t["size_bytes"].unique()})
@@ -678,7 +730,7 @@ def bulk_goodput_cdf(series: list[Series], opt: Options):
     """Kuhn & Ros Fig. 8: CDF of the bulk flows' goodput, per flow and per interval."""
     if not any(s.classes_of(BULK_KINDS) for s in series):
         return None
-    return _cdf_figure(series, opt, lambda s: s.interval_goodputs(BULK_KINDS), "goodput of a bulk flow per interval (Mbps)", "CDF (fraction of flow-intervals)", "Goodput of the bulk flows", 99.5)
+    return _cdf_figure(series, opt, lambda s: s.interval_goodputs(BULK_KINDS, opt.classes), "goodput of a bulk flow per interval (Mbps)", "CDF (fraction of flow-intervals)", "Goodput of the bulk flows", 99.5)
 
 
 def flow_traces(series: list[Series], opt: Options, max_flows: int = 5):
@@ -717,6 +769,209 @@ def flow_traces(series: list[Series], opt: Options, max_flows: int = 5):
         return fig
 
 
+CLASS_METRICS = (("loss_pct", "packet loss (%)"), ("delay_s", "mean queueing delay (s)"), ("rate_kBps", "rate (kB/s)"))
+
+
+def class_metrics(series: list[Series], opt: Options):
+    """Jou, Tan & Baras Tables III-IV as bars: loss, mean queueing delay and rate of each
+    traffic class at the bottleneck after the warm-up, one bar per series (mean over
+    seeds, error bar one standard deviation)."""
+    data = []
+    for s in series:
+        per = [r.class_packets() for r in s.runs]
+        per = [p for p in per if p]
+        if per:
+            data.append((s, per))
+    if not data:
+        return None
+    classes = list(dict.fromkeys(c for _, per in data for p in per for c in p))
+    plt, STYLE = _plt()
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 3, figsize=(13.5, 4.2), squeeze=False)
+        width = 0.8 / len(data)
+        for ax, (key, ylabel) in zip(axes[0], CLASS_METRICS):
+            for i, (s, per) in enumerate(data):
+                vals = [[p[c][key] for p in per if c in p] for c in classes]
+                means = [float(np.nanmean(v)) if v else np.nan for v in vals]
+                sds = [float(np.nanstd(v, ddof=1)) if len(v) > 1 else 0.0 for v in vals]
+                x = np.arange(len(classes)) - 0.4 + width * (i + 0.5)
+                ax.bar(x, means, width * 0.9, yerr=sds, color=s.color, label=s.label(), capsize=2)
+            ax.set_xticks(range(len(classes)), classes)
+            ax.set_xlabel("traffic class")
+            ax.set_ylabel(ylabel)
+        axes[0][0].legend(loc="upper left", fontsize=7)
+        fig.suptitle(opt.title or f"Loss, delay and rate per traffic class ({_seeds_note([s for s, _ in data])}, mean ± sd)", fontsize=10)
+        return fig
+
+
+def download_time_by_size(series: list[Series], opt: Options, max_kb: float = 160.0, bin_kb: float = 10.0):
+    """Jou, Tan & Baras Fig. 9: mean and standard deviation of the download time of the
+    files up to `max_kb`, in bins of `bin_kb` by file size, one line per series."""
+    data = [(s, s.transfers()) for s in series]
+    data = [(s, t) for s, t in data if t is not None]
+    if not data:
+        return None
+    edges = np.arange(0.0, max_kb + bin_kb, bin_kb)
+    plt, STYLE = _plt()
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.2, 4.4))
+        for i, (s, t) in enumerate(data):
+            kb = t["size_bytes"].to_numpy(float) / 1e3
+            dt = t["download_time_s"].to_numpy(float)
+            idx = np.digitize(kb, edges) - 1
+            xs, ms, sd = [], [], []
+            for b in range(len(edges) - 1):
+                v = dt[idx == b]
+                if len(v) >= 3:
+                    xs.append((edges[b] + edges[b + 1]) / 2 + (i - (len(data) - 1) / 2) * bin_kb * 0.12)
+                    ms.append(v.mean())
+                    sd.append(v.std(ddof=1))
+            ax.errorbar(xs, ms, yerr=sd, color=s.color, marker="o", ms=4, lw=1.3, capsize=2, label=s.label())
+        ax.set_xlabel(f"file size (kB, bins of {bin_kb:g} kB)")
+        ax.set_ylabel("download time (s): mean ± sd")
+        ax.set_xlim(0, max_kb)
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="upper left")
+        ax.set_title(opt.title or f"Small file delivery time by size ({_seeds_note([s for s, _ in data])}, pooled)")
+        return fig
+
+
+def _link_series(r: Run):
+    ts = r.table("timeseries", ["time_s", "backlog_bytes", "drop_prob", "arrivals", "drops_overflow", "drops_random", "drops_deterministic"], [("scope", "=", "link"), ("link", "=", "bottleneck")])
+    return None if ts is None or ts.empty else ts.sort_values("time_s")
+
+
+def _time_panels(series: list[Series], opt: Options, draw_one: Callable[[Any, Series, Run, Any], None], ylabel: str, title: str):
+    runs = [(s, s.first) for s in series][: opt.max_panels]
+    data = [(s, r, _link_series(r)) for s, r in runs]
+    data = [(s, r, ts) for s, r, ts in data if ts is not None]
+    if not data:
+        return None
+    plt, STYLE = _plt()
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(len(data), 1, figsize=(8.0, 2.5 * len(data) + 0.6), sharex=True, squeeze=False)
+        for ax, (s, r, ts) in zip(axes[:, 0], data):
+            draw_one(ax, s, r, ts)
+            ax.set_title(f"{s.label()} (seed {r.seed})", fontsize=9)
+            ax.set_ylabel(ylabel)
+            ax.set_xlim(0, r.summary["sim_seconds"])
+            ax.legend(loc="upper left", fontsize=7, frameon=True, framealpha=0.85)
+        axes[-1, 0].set_xlabel("time (s)")
+        fig.suptitle(opt.title or title, fontsize=10)
+        return fig
+
+
+EWMA_TAU_S = 2.0  # time constant of the moving averages of backlog_time / drop_prob_time
+
+
+def _ewma(t: np.ndarray, x: np.ndarray, tau_s: float = EWMA_TAU_S) -> np.ndarray:
+    """Exponentially weighted moving average of samples x at times t, time constant tau_s
+    (the weight of a sample is 1 - exp(-dt / tau_s), whatever the record interval)."""
+    out = np.empty_like(x, dtype=float)
+    acc = float(x[0]) if len(x) else 0.0
+    prev = float(t[0]) if len(t) else 0.0
+    for i, (ti, v) in enumerate(zip(t, x)):
+        w = 1.0 - math.exp(-max(float(ti) - prev, 0.0) / tau_s)
+        acc = (1 - w) * acc + w * float(v)
+        prev = float(ti)
+        out[i] = acc
+    return out
+
+
+def backlog_time(series: list[Series], opt: Options):
+    """Jou, Tan & Baras Fig. 10: the bottleneck's queue length over time (kB, each record
+    interval) and its moving average, one run per series; the fixed RED thresholds of
+    the scenario are drawn when it has them."""
+
+    def one(ax, s, r, ts):
+        t = ts["time_s"].to_numpy(float)
+        q = ts["backlog_bytes"].to_numpy(float) / 1e3
+        ax.plot(t, q, color=s.color, lw=0.5, alpha=0.6, label="queue length")
+        ax.plot(t, _ewma(t, q), color="black", lw=1.0, label=f"moving average (EWMA, {EWMA_TAU_S:g} s time constant)")
+        aqm = (r.scenario.get("bottleneck") or {}).get("aqm") or {}
+        if aqm.get("kind") in ("ared", "red") and not aqm.get("sliding"):
+            for k, ls in (("min_th", ":"), ("max_th", "--")):
+                v = aqm.get(k)
+                if isinstance(v, str) and v.upper().endswith("KB"):
+                    ax.axhline(float(v[:-2]), color="grey", ls=ls, lw=1, label=k)
+        ax.set_ylim(bottom=0)
+
+    return _time_panels(series, opt, one, "queue length (kB)", "Queue length at the bottleneck over time (one run per series)")
+
+
+def drop_prob_time(series: list[Series], opt: Options):
+    """Jou, Tan & Baras Fig. 11: the AQM's dropping probability over time (its value at
+    each record interval) and its moving average, one run per series."""
+
+    def one(ax, s, r, ts):
+        t = ts["time_s"].to_numpy(float)
+        p = ts["drop_prob"].to_numpy(float)
+        ax.plot(t, p, color=s.color, lw=0.5, alpha=0.6, label="Inst. P (AQM's probability)")
+        ax.plot(t, _ewma(t, np.nan_to_num(p)), color="black", lw=1.0, label=f"Avg. P (EWMA, {EWMA_TAU_S:g} s time constant)")
+        ax.set_ylim(bottom=0)
+
+    return _time_panels(series, opt, one, "dropping probability", "Dropping probability over time (one run per series)")
+
+
+def transfer_rates(r: Run, classes: Optional[Sequence[str]] = None) -> list[tuple[float, float, bool]]:
+    """(size in bytes, average rate in Mbps, finished) of each single transfer of a run
+    (flows of kind "transfer"): size over download time when it finished, else the
+    bytes delivered by the end of the run over the time since its request."""
+    t = r.table("transfers", ["flow", "class", "size_bytes", "request_s", "download_time_s"])
+    fl = r.table("flows", ["flow", "kind", "bytes_delivered"])
+    if t is None or fl is None:
+        return []
+    single = set(fl.loc[fl["kind"] == "transfer", "flow"].tolist())
+    got = dict(zip(fl["flow"], fl["bytes_delivered"]))
+    end = float(r.summary["sim_seconds"])
+    out = []
+    for flow, cls, size, req, dt in zip(t["flow"], t["class"].astype(str), t["size_bytes"].astype(float), t["request_s"].astype(float), t["download_time_s"].astype(float)):
+        if flow not in single or (classes is not None and cls not in classes):
+            continue
+        if dt == dt and dt > 0:  # finished
+            out.append((size, size * 8 / dt / 1e6, True))
+        elif end > req:
+            out.append((size, got.get(flow, 0) * 8 / (end - req) / 1e6, False))
+    return out
+
+
+def transfer_rate_by_size(series: list[Series], opt: Options):
+    """Popovsky Figs. 5-6: the average rate of a late transfer (size / download time)
+    against its size, one line per value of the series key named by `facet` (the
+    experiment), points at the sizes run, mean over seeds; a hollow marker where the
+    transfer had not finished by the end of the run (its rate so far)."""
+    key = opt.facet
+    lines: dict[str, list[tuple[float, float, bool]]] = {}
+    for s in series:
+        rows = [x for r in s.runs for x in transfer_rates(r)]
+        if not rows:
+            continue
+        name = _fmt_value(s.get(key)) if key else s.label()
+        for sz in sorted({x[0] for x in rows}):
+            sel = [x for x in rows if x[0] == sz]
+            lines.setdefault(name, []).append((sz, float(np.mean([x[1] for x in sel])), all(x[2] for x in sel)))
+    if not lines:
+        return None
+    plt, STYLE = _plt()
+    pal = _palette(len(lines))
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.2, 4.4))
+        for (name, pts), c in zip(lines.items(), pal):
+            pts = sorted(pts)
+            ax.plot([p[0] / 1e3 for p in pts], [p[1] for p in pts], color=c, lw=1.5, label=name)
+            for p in pts:
+                ax.plot([p[0] / 1e3], [p[1]], marker="o", color=c, mfc=c if p[2] else "white", ms=6)
+        if any(not p[2] for pts in lines.values() for p in pts):
+            ax.plot([], [], marker="o", color="grey", mfc="white", ls="", label="not finished by the end of the run (rate so far)")
+        ax.set_xscale("log")
+        ax.set_xlabel("size of the late transfer (kB, log scale)")
+        ax.set_ylabel("average rate of the late transfer (Mbps)")
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="upper left", fontsize=8)
+        ax.set_title(opt.title or "Average rate of a late transfer against its size")
+        return fig
+
+
 @dataclass(frozen=True)
 class FigureSpec:
     name: str
@@ -735,11 +990,18 @@ FIGURES: dict[str, FigureSpec] = {
         FigureSpec("cbr_goodput_delay", cbr_goodput_delay, "CBR flows: mean goodput per flow against the 5/25/50/75/95th percentiles of their packets' queueing delay (Kuhn & Ros Fig. 6)."),
         FigureSpec("download_times", download_times, "File download times by file size; boxes at the 25/50/75th percentiles, whiskers at the 5th and 95th (Kuhn & Ros Fig. 7)."),
         FigureSpec("bulk_goodput_cdf", bulk_goodput_cdf, "CDF of the goodput of each bulk flow per `metrics.goodput_interval` (Kuhn & Ros Fig. 8)."),
+        FigureSpec("class_metrics", class_metrics, "Packet loss, mean queueing delay and rate (kB/s) of each traffic class at the bottleneck after the warm-up; mean over seeds, error bars one standard deviation (Jou, Tan & Baras Tables III-IV)."),
+        FigureSpec("download_time_by_size", download_time_by_size, "Download time of the files up to 160 kB by size (10 kB bins, at least 3 files per point): mean and standard deviation, seeds pooled (Jou, Tan & Baras Fig. 9)."),
+        FigureSpec("backlog_time", backlog_time, "Queue length at the bottleneck per record interval and its moving average, one run per series; fixed RED thresholds dashed (Jou, Tan & Baras Fig. 10)."),
+        FigureSpec("drop_prob_time", drop_prob_time, "The AQM's dropping probability per record interval and its moving average, one run per series (Jou, Tan & Baras Fig. 11)."),
+        FigureSpec("transfer_rate_by_size", transfer_rate_by_size, "Average rate (size over download time) of a late-arriving transfer against its size, one line per experiment; hollow markers: not finished by the end of the run, rate so far (Popovsky Figs. 5-6)."),
         FigureSpec("flow_traces", flow_traces, "Per-connection traces of one run per series: data delivered, RTT samples, segments in flight (Popovsky, Palermo Figs. 2-6)."),
     ]
 }
 
-DEFAULT_FIGURES = list(FIGURES)
+# the experiment-specific kinds (Jou et al., Popovsky Figs. 5-6) are drawn when a
+# reproduction asks for them, not by default
+DEFAULT_FIGURES = [n for n in FIGURES if n not in ("class_metrics", "download_time_by_size", "backlog_time", "drop_prob_time", "transfer_rate_by_size")]
 
 
 def _matches(value: Any, want: Any) -> bool:
@@ -883,7 +1145,7 @@ def compare(
     *,
     figures: Optional[Sequence[Union[str, tuple[str, str, Options]]]] = None,
     title: str = "Comparison",
-    label: Optional[str] = None,
+    label: Union[str, Callable[[Mapping[str, Any]], str], None] = None,
     intro_html: str = "",
     quiet: bool = False,
     runs: Optional[list[Run]] = None,

@@ -10,7 +10,12 @@ parameter values it records in the index:
 * ``zip``: several keys varied together, element by element (one dimension);
 * ``levels``: named levels, each a table of overrides
   (``[levels.aqm] PIE = {"bottleneck.aqm" = {kind = "pie", target = "20ms"}}``);
-  the index records the level's name under the dimension's name.
+  the index records the level's name under the dimension's name. A level's
+  ``scenario`` key (``{scenario = "palermo-codel-drs"}``) replaces the base scenario
+  for its runs, so that one grid can span several built-in scenarios; a named
+  dimension built with ``when`` (Python API) is crossed only with the levels it names
+  of other dimensions and recorded as ``–`` elsewhere (e.g. file sizes only for the
+  late-arrival test).
 
 Every combination is validated by the Rust core (the one place that knows the
 schema) before anything runs; a bad field is a one-line ``ScenarioError`` naming the
@@ -34,6 +39,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from . import _core
 from .scenario import ScenarioLike, Source, source
 
+LEVEL_SCENARIO = "scenario"  # the override key by which a level replaces the base scenario
 SPEC_KEYS = ("name", "description", "scenario", "seeds", "set", "vary", "zip", "levels")
 
 
@@ -134,11 +140,20 @@ class Level:
     requires: tuple[str, ...] = ()  # AQM or traffic kinds it needs (reproductions)
 
 
+NOT_CROSSED = "–"  # the index value of a `when` dimension where it does not apply
+
+
 @dataclass(frozen=True)
 class Dimension:
     name: str
     levels: tuple[Level, ...]
     kind: str = "vary"  # vary | zip | levels
+    # crossed only with combinations whose dimensions (by name) are at one of the
+    # given levels; elsewhere a single level with no overrides, recorded as NOT_CROSSED
+    when: Optional[tuple[tuple[str, tuple[str, ...]], ...]] = None
+
+    def applies(self, params: Mapping[str, Any]) -> bool:
+        return all(str(params.get(k)) in v for k, v in self.when or ())
 
 
 @dataclass
@@ -179,15 +194,22 @@ class Grid:
         self.dimensions.append(Dimension("+".join(keys), levels, "zip"))
         return self
 
-    def named(self, name: str, levels: Mapping[str, Mapping[str, Any]], requires: Mapping[str, Iterable[str]] | None = None) -> "Grid":
+    def named(
+        self,
+        name: str,
+        levels: Mapping[str, Mapping[str, Any]],
+        requires: Mapping[str, Iterable[str]] | None = None,
+        when: Mapping[str, Iterable[str]] | None = None,
+    ) -> "Grid":
         if not levels:
             raise SweepSpecError(f"levels.{name}: no levels")
         for label, ov in levels.items():
             if not isinstance(ov, Mapping):
                 raise SweepSpecError(f"levels.{name}.{label}: expected a table of overrides, got {toml_literal(ov)}")
         req = requires or {}
+        gate = tuple((k, tuple(str(x) for x in v)) for k, v in (when or {}).items()) or None
         self.dimensions.append(
-            Dimension(name, tuple(Level({name: label}, dict(ov), tuple(req.get(label, ()))) for label, ov in levels.items()), "levels")
+            Dimension(name, tuple(Level({name: label}, dict(ov), tuple(req.get(label, ()))) for label, ov in levels.items()), "levels", gate)
         )
         return self
 
@@ -214,16 +236,26 @@ class Grid:
         return names
 
     def combinations(self) -> Iterable[tuple[Level, ...]]:
-        return itertools.product(*(d.levels for d in self.dimensions))
+        if not any(d.when for d in self.dimensions):
+            yield from itertools.product(*(d.levels for d in self.dimensions))
+            return
+        seen: set[str] = set()
+        for combo in itertools.product(*(d.levels for d in self.dimensions)):
+            params = {k: v for lv in combo for k, v in lv.params.items()}
+            combo = tuple(lv if d.applies(params) else Level({d.name: NOT_CROSSED}, {}) for d, lv in zip(self.dimensions, combo))
+            key = json.dumps([lv.params for lv in combo], default=str)
+            if key not in seen:
+                seen.add(key)
+                yield combo
 
     def size(self) -> int:
-        n = 1
-        for d in self.dimensions:
-            n *= len(d.levels)
+        n = sum(1 for _ in self.combinations())
         return n * (len(self.seeds) if self.seeds else 1)
 
     def source(self) -> Source:
-        sc = self.scenario
+        return self._source_of(self.scenario)
+
+    def _source_of(self, sc: ScenarioLike) -> Source:
         if isinstance(sc, (str, Path)) and self.base_dir is not None:
             p = self.base_dir / str(sc)
             builtins = dict(_core.builtin_scenarios())
@@ -254,10 +286,13 @@ class Grid:
                 params.update(lv.params)
                 overrides.update(lv.overrides)
                 requires.extend(lv.requires)
+            # a level may name its own base scenario (`scenario`), e.g. the several tests of
+            # one paper; its other overrides apply to that base
+            csrc = self._source_of(overrides.pop(LEVEL_SCENARIO)) if LEVEL_SCENARIO in overrides else src
             over = [f"{k}={toml_literal(v)}" for k, v in overrides.items()]
             for s in seeds:
                 try:
-                    resolved = json.loads(_core.resolve_scenario(src.text, src.format, over, s))
+                    resolved = json.loads(_core.resolve_scenario(csrc.text, csrc.format, over, s))
                 except _core.ScenarioError as e:
                     where = ", ".join(f"{k}={display(v)}" for k, v in params.items())
                     raise _core.ScenarioError(f"{e} (in the sweep combination {where or 'base'}{'' if s is None else f', seed {s}'})") from None
@@ -276,7 +311,10 @@ class Grid:
             "description": self.description,
             "scenario": sc if isinstance(sc, (str, type(None))) else (str(sc) if isinstance(sc, Path) else "<dict>"),
             "set": self.set,
-            "dimensions": [{"name": d.name, "kind": d.kind, "levels": [{"params": l.params, "overrides": l.overrides} for l in d.levels]} for d in self.dimensions],
+            "dimensions": [
+                {"name": d.name, "kind": d.kind, "levels": [{"params": l.params, "overrides": l.overrides} for l in d.levels], **({"when": {k: list(v) for k, v in d.when}} if d.when else {})}
+                for d in self.dimensions
+            ],
             "seeds": self.seeds,
         }
 

@@ -44,7 +44,7 @@ def source(scenario: ScenarioLike) -> Source:
         return Source(json.dumps(scenario), "json", "<dict>")
     text = str(scenario)
     builtins = dict(_core.builtin_scenarios())
-    if text in builtins and not Path(text).exists():
+    if text in builtins and not Path(text).is_file():  # a folder of that name (e.g. a run) does not hide it
         return Source(builtins[text], "toml", f"built-in:{text}")
     path = Path(text)
     if not path.exists():

@@ -19,10 +19,12 @@
 //! Python side writes the same tables and summary for emulated and simulated runs.
 
 pub mod packet;
+pub mod plan;
 pub mod sys;
 pub mod trace;
 
-use std::collections::VecDeque;
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
 use std::os::fd::RawFd;
 
 use aqm::{Admit, Ctx, Departure, Dropped, Duration, Limit, Qdisc, Rate, Stats, Time};
@@ -37,9 +39,19 @@ pub use trace::Trace;
 #[derive(Clone, Debug)]
 pub struct PipeConfig {
     pub name: String,
+    /// The rate at the start (and throughout, without a `schedule`).
     pub rate: Rate,
-    /// One-way propagation delay added after serialization.
+    /// Rate changes, from the run's start: from `at` on, the link runs at the rate
+    /// (the scenario's `bottleneck.schedule`). A packet being serialized finishes at
+    /// the rate it started with, as in the simulator.
+    pub schedule: Vec<(Duration, Rate)>,
+    /// One-way propagation delay added after serialization, for packets of no flow
+    /// of the plan.
     pub delay: Duration,
+    /// The propagation delay of each flow's packets in this direction (flow ids
+    /// beyond the vector take `delay`): the flow's whole path (its group's access
+    /// delays, the bottleneck's, its own extra delay), see [`plan::FlowPlan`].
+    pub flow_delays: Vec<Duration>,
     pub aqm: aqm::AqmSpec,
     pub limit: Limit,
     /// A Mahimahi delivery trace instead of the constant rate (`rate` is then the
@@ -67,20 +79,42 @@ pub struct Config {
 
 impl Config {
     /// The bottleneck of a scenario. The path between the namespaces has no access
-    /// links, so their propagation delay is folded into the bottleneck's, keeping the
-    /// base RTT of the simulated dumbbell (`Scenario::base_rtt`); their rate (100 Mbps
-    /// in Kuhn & Ros Fig. 1) is not emulated.
+    /// links, so their propagation delay is folded into the bottleneck's, per flow,
+    /// keeping each flow's base RTT in the simulated dumbbell (`Scenario::base_rtt`,
+    /// with the group's `path` and the flow's own `path.flow_delay`); the access
+    /// links' rate (100 Mbps in Kuhn & Ros Fig. 1) is not emulated. The reverse
+    /// direction has the scenario's `reverse_rate`, `reverse_delay`, `reverse_buffer`
+    /// and `reverse_aqm`, as in the simulator.
     pub fn from_scenario(sc: &Scenario, flows: FlowMap) -> Result<Config, String> {
         let b = &sc.bottleneck;
-        let delay = sc.access.delay + b.delay + sc.access.delay;
+        let a = sc.access.delay;
         let fwd = sc.resolve_limit("bottleneck.buffer", b.buffer).map_err(|e| e.to_string())?;
         let rev = sc.resolve_limit("bottleneck.reverse_buffer", b.reverse_buffer.unwrap_or(b.buffer)).map_err(|e| e.to_string())?;
         let logged = |n: &str| sc.record.packets && sc.record.links.iter().any(|l| l == n);
+        let [fwd_delays, rev_delays] = plan::flow_delays(&plan::plan(sc).map_err(|e| e.to_string())?);
+        let schedule = b.schedule.iter().map(|s| (s.at, s.rate)).collect();
         Ok(Config {
             pipes: [
-                PipeConfig { name: "bottleneck".into(), rate: b.rate, delay, aqm: b.aqm.clone(), limit: fwd, trace: None },
-                // the reverse queue is DropTail, as in the simulator
-                PipeConfig { name: "bottleneck_rev".into(), rate: b.rate, delay, aqm: aqm::AqmSpec::default(), limit: rev, trace: None },
+                PipeConfig {
+                    name: "bottleneck".into(),
+                    rate: b.rate,
+                    schedule,
+                    delay: a + b.delay + a,
+                    flow_delays: fwd_delays,
+                    aqm: b.aqm.clone(),
+                    limit: fwd,
+                    trace: None,
+                },
+                PipeConfig {
+                    name: "bottleneck_rev".into(),
+                    rate: b.rev_rate(),
+                    schedule: Vec::new(),
+                    delay: a + b.rev_delay() + a,
+                    flow_delays: rev_delays,
+                    aqm: b.reverse_aqm.clone(),
+                    limit: rev,
+                    trace: None,
+                },
             ],
             seed: sc.seed,
             interval: sc.record.interval,
@@ -122,6 +156,32 @@ struct Mark {
     stats: Stats,
 }
 
+/// A packet serialized and propagating: it reaches the far end at `due`. Ordered by
+/// (due, seq), so that packets due at the same time leave in the order they entered.
+#[derive(Debug)]
+struct InLine {
+    due: Time,
+    seq: u64,
+    pkt: IpPacket,
+}
+
+impl PartialEq for InLine {
+    fn eq(&self, o: &Self) -> bool {
+        (self.due, self.seq) == (o.due, o.seq)
+    }
+}
+impl Eq for InLine {}
+impl PartialOrd for InLine {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for InLine {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (self.due, self.seq).cmp(&(o.due, o.seq))
+    }
+}
+
 /// One direction: queue, transmitter, delay line.
 pub struct Pipe {
     pub cfg: PipeConfig,
@@ -130,8 +190,15 @@ pub struct Pipe {
     drops: Vec<Dropped<IpPacket>>,
     /// When the transmitter finishes the packet it is sending.
     link_free: Time,
-    /// Packets serialized and propagating, with the time they reach the far end.
-    line: VecDeque<(Time, IpPacket)>,
+    /// The run's start (the origin of the rate schedule), once known.
+    origin: Option<Time>,
+    /// The rate of the latest transmission and the schedule steps already in force.
+    rate: Rate,
+    step: usize,
+    /// Packets serialized and propagating, earliest due first. A heap, because
+    /// flows with different path delays overtake each other on the line.
+    line: BinaryHeap<Reverse<InLine>>,
+    line_seq: u64,
     busy_total: u64,
     pub tx_bytes: u64,
     pub tx_packets: u64,
@@ -149,11 +216,14 @@ impl Pipe {
         let qdisc = Qdisc::new(&cfg.aqm, cfg.limit);
         let rng = aqmsim::rng::stream(seed, &cfg.name);
         let trace = cfg.trace.clone().map(|trace| TraceTx { trace, base: Time::ZERO, next: 0, in_tx: None, used: 0 });
-        Pipe { cfg, qdisc, rng, drops: Vec::new(), link_free: Time::ZERO, line: VecDeque::new(), busy_total: 0, tx_bytes: 0, tx_packets: 0, delivered: 0, write_errors: 0, mark: Mark::default(), log, trace, trace_mark: (0, 0) }
+        let rate = cfg.rate;
+        Pipe { cfg, qdisc, rng, drops: Vec::new(), link_free: Time::ZERO, origin: None, rate, step: 0, line: BinaryHeap::new(), line_seq: 0, busy_total: 0, tx_bytes: 0, tx_packets: 0, delivered: 0, write_errors: 0, mark: Mark::default(), log, trace, trace_mark: (0, 0) }
     }
 
-    /// The run starts: a trace starts over from its first line.
+    /// The run starts: a trace starts over from its first line, the rate schedule
+    /// counts from here.
     fn start(&mut self, origin: Time) {
+        self.origin = Some(origin);
         if let Some(tx) = &mut self.trace {
             tx.base = origin;
             tx.next = 0;
@@ -166,7 +236,7 @@ impl Pipe {
 
     /// Take the head of the queue for transmission starting at `start`, recording it.
     fn dequeue_at(&mut self, now: Time, start: Time, rec: &mut Recorder, pool: &mut Pool) -> Option<IpPacket> {
-        let mut ctx = Ctx { now, rng: &mut self.rng, link_rate: self.cfg.rate };
+        let mut ctx = Ctx { now, rng: &mut self.rng, link_rate: self.rate };
         let dep = self.qdisc.dequeue(&mut ctx, &mut self.drops);
         self.log_drops(rec, now, pool);
         let Departure { pkt, marked, .. } = dep?;
@@ -212,7 +282,7 @@ impl Pipe {
                     let (pkt, _) = tx.in_tx.take().unwrap();
                     self.tx_bytes += pkt.len as u64;
                     self.tx_packets += 1;
-                    self.line.push_back((t + self.cfg.delay, pkt));
+                    self.to_line(t, pkt);
                 }
             }
         }
@@ -245,7 +315,7 @@ impl Pipe {
                 tx.next = tx.next.max(tx.trace.count_until(tx.base, before_now));
             }
         }
-        let mut ctx = Ctx { now, rng: &mut self.rng, link_rate: self.cfg.rate };
+        let mut ctx = Ctx { now, rng: &mut self.rng, link_rate: self.rate };
         let admit = self.qdisc.enqueue(pkt, &mut ctx, &mut self.drops);
         if let (Some(link), Some(rt), true) = (self.log, rec.rel(now), flow != u32::MAX) {
             let bl = self.qdisc.backlog().bytes;
@@ -268,7 +338,7 @@ impl Pipe {
             if t > now {
                 break;
             }
-            let mut ctx = Ctx { now: t, rng: &mut self.rng, link_rate: self.cfg.rate };
+            let mut ctx = Ctx { now: t, rng: &mut self.rng, link_rate: self.rate };
             self.qdisc.on_timer(&mut ctx);
         }
         if self.trace.is_some() {
@@ -279,19 +349,61 @@ impl Pipe {
             // the moment this one arrived if the link was idle
             let Some(pkt) = self.dequeue_at(now, self.link_free, rec, pool) else { break };
             let start = self.link_free.max(pkt.arrived);
-            let tx = self.cfg.rate.tx_time(pkt.len as u64);
+            let tx = self.rate_at(start).tx_time(pkt.len as u64);
             self.link_free = start + tx;
             self.busy_total += tx.as_nanos();
             self.tx_bytes += pkt.len as u64;
             self.tx_packets += 1;
-            self.line.push_back((self.link_free + self.cfg.delay, pkt));
+            self.to_line(self.link_free, pkt);
         }
+    }
+
+    /// A packet whose serialization ends at `sent` propagates for its flow's delay.
+    fn to_line(&mut self, sent: Time, pkt: IpPacket) {
+        let delay = self.cfg.flow_delays.get(pkt.flow as usize).copied().unwrap_or(self.cfg.delay);
+        self.line_seq += 1;
+        self.line.push(Reverse(InLine { due: sent + delay, seq: self.line_seq, pkt }));
+    }
+
+    /// The scheduled rate at `t` (nondecreasing from call to call: transmissions
+    /// start in time order).
+    fn rate_at(&mut self, t: Time) -> Rate {
+        if let Some(o) = self.origin {
+            while let Some(&(at, rate)) = self.cfg.schedule.get(self.step) {
+                if o + at > t {
+                    break;
+                }
+                self.rate = rate;
+                self.step += 1;
+            }
+        }
+        self.rate
+    }
+
+    /// The capacity offered over (a, b], in bits per second: the schedule's rates
+    /// weighted by the time each held.
+    fn mean_rate_bps(&self, a: Time, b: Time) -> u64 {
+        let Some(o) = self.origin else { return self.cfg.rate.bps() };
+        let (mut bits, mut t, mut r) = (0u128, a, self.cfg.rate.bps());
+        for &(at, rate) in &self.cfg.schedule {
+            let s = o + at;
+            if s >= b {
+                break;
+            }
+            if s > t {
+                bits += r as u128 * s.saturating_since(t).as_nanos() as u128;
+                t = s;
+            }
+            r = rate.bps();
+        }
+        bits += r as u128 * b.saturating_since(t).as_nanos() as u128;
+        (bits / b.saturating_since(a).as_nanos().max(1) as u128) as u64
     }
 
     /// Hand every packet whose propagation is over to the far end.
     fn deliver(&mut self, now: Time, out: RawFd, pool: &mut Pool, late: &mut Lateness, recording: Option<u64>) {
-        while self.line.front().is_some_and(|(due, _)| *due <= now) {
-            let (due, pkt) = self.line.pop_front().unwrap();
+        while self.line.peek().is_some_and(|Reverse(x)| x.due <= now) {
+            let Reverse(InLine { due, pkt, .. }) = self.line.pop().unwrap();
             if let Some(at) = recording {
                 late.add(now.saturating_since(due), at);
             }
@@ -309,7 +421,7 @@ impl Pipe {
             Some(t) => (!self.idle()).then(|| t.trace.at(t.base, t.next)),
             None => (!self.qdisc.backlog().is_empty()).then_some(self.link_free),
         };
-        [tx, self.line.front().map(|(t, _)| *t), self.qdisc.next_timer()].into_iter().flatten().min()
+        [tx, self.line.peek().map(|Reverse(x)| x.due), self.qdisc.next_timer()].into_iter().flatten().min()
     }
 
     /// Busy time up to `t`: every started transmission, less what lies after `t`.
@@ -319,7 +431,7 @@ impl Pipe {
 
     fn sample(&mut self, t: Time, rt: u64, index: u8, interval: Duration, s: &mut LinkSeries) {
         let mut busy = self.busy_until(t);
-        let mut capacity = self.cfg.rate.bps();
+        let mut capacity = self.mean_rate_bps(Time::from_nanos(t.as_nanos().saturating_sub(interval.as_nanos())), t);
         if let Some(tx) = &self.trace {
             // a trace's capacity is what its opportunities offered in the interval, and
             // the link was "busy" for the share of it that packets used
@@ -670,16 +782,21 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
 mod tests {
     use super::*;
 
-    fn pipe(trace: Option<Trace>) -> Pipe {
-        let cfg = PipeConfig {
+    fn config(trace: Option<Trace>) -> PipeConfig {
+        PipeConfig {
             name: "bottleneck".into(),
             rate: Rate::from_mbps(12),
+            schedule: Vec::new(),
             delay: Duration::from_millis(10),
+            flow_delays: Vec::new(),
             aqm: aqm::AqmSpec::default(),
             limit: Limit::packets(100),
             trace,
-        };
-        Pipe::new(cfg, 1, None)
+        }
+    }
+
+    fn pipe(trace: Option<Trace>) -> Pipe {
+        Pipe::new(config(trace), 1, None)
     }
 
     fn recorder() -> Recorder {
@@ -687,16 +804,60 @@ mod tests {
     }
 
     fn send(p: &mut Pipe, at: Time, sizes: &[usize], pool: &mut Pool, rec: &mut Recorder) {
+        send_flow(p, at, sizes, u32::MAX, pool, rec)
+    }
+
+    fn send_flow(p: &mut Pipe, at: Time, sizes: &[usize], flow: u32, pool: &mut Pool, rec: &mut Recorder) {
         for &len in sizes {
             let mut pkt = IpPacket::empty();
             pkt.len = len;
+            pkt.flow = flow;
             pkt.arrived = at;
             p.arrive(pkt, at, rec, pool);
         }
     }
 
     fn due_ms(p: &Pipe) -> Vec<f64> {
-        p.line.iter().map(|(t, _)| t.as_nanos() as f64 / 1e6).collect()
+        let mut due: Vec<Time> = p.line.iter().map(|Reverse(x)| x.due).collect();
+        due.sort();
+        due.into_iter().map(|t| t.as_nanos() as f64 / 1e6).collect()
+    }
+
+    #[test]
+    fn a_rate_step_applies_to_packets_that_start_after_it() {
+        // 12 Mbps, then 6 Mbps from 2 ms after the start (at 5 ms): 1500 B take 1 ms,
+        // then 2 ms. The packet that starts at 1.5 ms finishes at the old rate.
+        let mut cfg = config(None);
+        cfg.schedule = vec![(Duration::from_millis(2), Rate::from_mbps(6))];
+        let (mut p, mut pool, mut rec) = (Pipe::new(cfg, 1, None), Pool::default(), recorder());
+        p.start(Time::from_millis(3));
+        send(&mut p, Time::from_micros(3_500), &[750, 1500, 1500, 1500], &mut pool, &mut rec);
+        p.service(Time::from_millis(20), &mut rec, &mut pool);
+        // 3.5 -> 4.0, 4.0 -> 5.0 (starts before the step at 5 ms), 5.0 -> 7.0, 7.0 -> 9.0
+        assert_eq!(due_ms(&p), [14.0, 15.0, 17.0, 19.0]);
+        // capacity over (4, 6] ms: 1 ms at 12 Mbps and 1 ms at 6 Mbps
+        assert_eq!(p.mean_rate_bps(Time::from_millis(4), Time::from_millis(6)), 9_000_000);
+        assert_eq!(p.mean_rate_bps(Time::from_millis(6), Time::from_millis(8)), 6_000_000);
+        assert_eq!(p.mean_rate_bps(Time::from_millis(0), Time::from_millis(2)), 12_000_000);
+    }
+
+    #[test]
+    fn each_flow_propagates_for_its_own_delay_and_may_overtake() {
+        // flow 0: 50 ms, flow 1: 10 ms; other packets: the pipe's 10 ms
+        let mut cfg = config(None);
+        cfg.flow_delays = vec![Duration::from_millis(50), Duration::from_millis(10)];
+        let (mut p, mut pool, mut rec) = (Pipe::new(cfg, 1, None), Pool::default(), recorder());
+        send_flow(&mut p, Time::ZERO, &[1500], 0, &mut pool, &mut rec);
+        send_flow(&mut p, Time::ZERO, &[1500], 1, &mut pool, &mut rec);
+        send_flow(&mut p, Time::ZERO, &[1500], 7, &mut pool, &mut rec);
+        p.service(Time::ZERO, &mut rec, &mut pool);
+        p.service(Time::from_millis(3), &mut rec, &mut pool);
+        assert_eq!(due_ms(&p), [12.0, 13.0, 51.0]);
+        // the tun write fails on fd -1 (counted, not delivered): what matters is the order
+        let mut late = Lateness::new();
+        p.deliver(Time::from_millis(20), -1, &mut pool, &mut late, None);
+        assert_eq!(due_ms(&p), [51.0]);
+        assert_eq!(p.write_errors, 2);
     }
 
     #[test]

@@ -89,14 +89,21 @@ impl IpPacket {
         }
         self.key = h;
         self.pair = ((src as u64) << 32) | dst as u64;
-        // the sender side's port names the flow in both directions
-        self.flow = map.flow_of(if forward { sport } else { dport });
+        // the port of the flow's end in the plan's range names the flow in both
+        // directions: the data sender's (bulk, CBR) or the download client's
+        let (near, far) = if forward { (sport, dport) } else { (dport, sport) };
+        self.flow = match map.flow_of(near) {
+            u32::MAX => map.flow_of(far),
+            f => f,
+        };
         true
     }
 }
 
-/// Flow numbering: the traffic programs bind flow `i`'s sender socket to port
-/// `base + i`, so the records can name flows the way the simulator does.
+/// Flow numbering: the traffic programs bind flow `i`'s socket to port `base + i`
+/// (the data sender's for bulk and CBR flows, the client's for downloads, whose
+/// servers listen on ports below `base`), so the records can name flows the way the
+/// simulator does.
 #[derive(Clone, Copy, Debug)]
 pub struct FlowMap {
     pub base_port: u16,
@@ -245,6 +252,13 @@ mod tests {
         let mut other = tcp_packet(0, 22, 5201, 0x10, 0);
         other.parse(&map, true);
         assert_eq!(other.flow, u32::MAX);
+        // a download: the server (senders' side, port 6002) sends to client port 20002
+        let mut file = tcp_packet(0, 6002, 20002, 0x18, 1448);
+        file.parse(&map, true);
+        assert_eq!((file.kind, file.flow), (KIND_DATA, 2));
+        let mut req = tcp_packet(0, 20002, 6002, 0x02, 0);
+        req.parse(&map, false);
+        assert_eq!((req.kind, req.flow), (KIND_SYN, 2));
         // the same 5-tuple gives the same key, another tuple another
         assert_eq!(d.key, tcp_packet(0, 20003, 5201, 0x10, 0).tap_parse(&map).key);
         assert_ne!(d.key, s.key);

@@ -185,10 +185,11 @@ fn run<'py>(
 /// Run the userspace bottleneck of `aqmlab emulate` on two TUN devices until the
 /// control descriptor says `stop` or closes (see `aqmemu::Fds`). Flow `i`'s sender
 /// port is `base_port + i`. `trace_ms`: a Mahimahi delivery trace for the forward
-/// direction instead of the scenario's constant rate. Returns a dict: `meta` (JSON: links, logged links,
+/// direction instead of the scenario's constant rate. `delays_ns`: each flow's one-way
+/// path delays (data, return), else the scenario's plan. Returns a dict: `meta` (JSON: links, logged links,
 /// counters) and column dicts `packets` and `link_series`. Runs without the GIL.
 #[pyfunction]
-#[pyo3(signature = (text, format, overrides, seed, tun_senders, tun_receivers, control, base_port, flows, spin_ns = None, trace_ms = None))]
+#[pyo3(signature = (text, format, overrides, seed, tun_senders, tun_receivers, control, base_port, flows, spin_ns = None, trace_ms = None, base_dir = None, delays_ns = None))]
 #[allow(clippy::too_many_arguments)]
 fn emulate_bottleneck<'py>(
     py: Python<'py>,
@@ -203,9 +204,16 @@ fn emulate_bottleneck<'py>(
     flows: u32,
     spin_ns: Option<u64>,
     trace_ms: Option<Vec<u64>>,
+    base_dir: Option<String>,
+    delays_ns: Option<Vec<(u64, u64)>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let sc = parse(text, format, &overrides, seed, None)?;
+    let sc = parse(text, format, &overrides, seed, base_dir.as_deref())?;
     let mut cfg = aqmemu::Config::from_scenario(&sc, aqmemu::FlowMap { base_port, flows }).map_err(ScenarioError::new_err)?;
+    // each flow's path delays as the caller planned them (its own flows included)
+    if let Some(d) = delays_ns {
+        cfg.pipes[0].flow_delays = d.iter().map(|x| aqm::Duration::from_nanos(x.0)).collect();
+        cfg.pipes[1].flow_delays = d.iter().map(|x| aqm::Duration::from_nanos(x.1)).collect();
+    }
     if let Some(ns) = spin_ns {
         cfg.spin = aqm::Duration::from_nanos(ns);
     }
@@ -234,6 +242,17 @@ fn emulate_bottleneck<'py>(
     d.set_item("meta", meta.to_string())?;
     set_link_columns(py, &d, o.packets, o.link_series)?;
     Ok(d)
+}
+
+/// The traffic plan of an emulated run, as JSON (`aqmemu::plan::Plan`): the groups,
+/// and per flow its start, stop, path delays, Linux congestion control and
+/// application, drawn from the simulator's streams.
+#[pyfunction]
+#[pyo3(signature = (text, format = "toml", overrides = Vec::new(), seed = None, base_dir = None))]
+fn emulation_plan(text: &str, format: &str, overrides: Vec<String>, seed: Option<u64>, base_dir: Option<String>) -> PyResult<String> {
+    let sc = parse(text, format, &overrides, seed, base_dir.as_deref())?;
+    let plan = aqmemu::plan::plan(&sc).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    Ok(serde_json::to_string(&plan).expect("plan serializes"))
 }
 
 /// The built-in scenarios as (name, TOML text) pairs; the first is the default.
@@ -275,7 +294,7 @@ fn traffic_catalog() -> String {
 #[pymodule]
 mod _core {
     #[pymodule_export]
-    use super::{aqm_catalog, builtin_scenarios, emulate_bottleneck, resolve_scenario, run, traffic_catalog, ScenarioError, SimulationError};
+    use super::{aqm_catalog, builtin_scenarios, emulate_bottleneck, emulation_plan, resolve_scenario, run, traffic_catalog, ScenarioError, SimulationError};
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {

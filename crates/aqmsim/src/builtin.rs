@@ -25,6 +25,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("jou-web-ared", include_str!("../../../scenarios/jou-web-ared.toml")),
     ("jou-web-redtail", include_str!("../../../scenarios/jou-web-redtail.toml")),
     ("jou-ftp-20-20", include_str!("../../../scenarios/jou-ftp-20-20.toml")),
+    ("jou-web-redtail-sliding", include_str!("../../../scenarios/jou-web-redtail-sliding.toml")),
+    ("jou-ftp-20-20-fixed", include_str!("../../../scenarios/jou-ftp-20-20-fixed.toml")),
     ("gbps-1000-flows", include_str!("../../../scenarios/gbps-1000-flows.toml")),
 ];
 

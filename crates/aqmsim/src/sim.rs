@@ -244,6 +244,16 @@ pub struct Sim {
 
 impl Sim {
     pub fn new(sc: &Scenario) -> Result<Sim, SimError> {
+        for (gi, g) in sc.flows.iter().enumerate() {
+            if let Some(tcp) = g.traffic.tcp().filter(|t| !t.cc.simulated()) {
+                let cc = tcp.cc.name();
+                return Err(ScenarioError {
+                    path: format!("flows[{gi}].tcp.cc"),
+                    message: format!("\"{cc}\" is a Linux congestion control for `aqmlab emulate`; the simulator has no {}", cc.to_uppercase()),
+                }
+                .into());
+            }
+        }
         let seed = sc.seed;
         let end = Time::ZERO + sc.duration;
         let mut links = Vec::new();
@@ -289,20 +299,9 @@ impl Sim {
             let up_rev = add("up_rev", rcv_delay + ret_delay);
             let down_rev = add("down_rev", snd_delay);
             groups.push(Group { fwd: vec![up, BOTTLENECK as u16, down], rev: vec![up_rev, BOTTLENECK_REV as u16, down_rev] });
-            let mut start_rng: SimRng = rng::stream(seed, &format!("group.{name}.start"));
-            let mut delay_rng: SimRng = rng::stream(seed, &format!("group.{name}.flow_delay"));
             let stop = g.common.stop.map_or(end, |s| (Time::ZERO + s).min(end));
-            for k in 0..g.common.count {
+            for (k, (start, extra)) in (0..g.common.count).zip(flow_draws(sc, gi)) {
                 let id = flows.len() as u32;
-                let start = match g.common.start {
-                    StartSpec::At(t) => Time::ZERO + t,
-                    StartSpec::Uniform(lo, hi) => {
-                        let span = (hi - lo).as_nanos();
-                        let off = if span == 0 { 0 } else { rng::below(&mut start_rng, span + 1) };
-                        Time::ZERO + lo + Duration::from_nanos(off)
-                    }
-                };
-                let extra = path.flow_delay.as_ref().map_or(Duration::ZERO, |d| d.sample(&mut delay_rng));
                 let tcp = |cfg: &crate::tcp::TcpConfig, app: App| {
                     FlowKind::Tcp(Box::new(TcpFlow { snd: TcpSender::new(id, cfg), rcv: TcpReceiver::new(id, cfg), conn: 0, delivered_before: 0, stats_before: SenderStats::default(), min_rtt_before: None, app }))
                 };
@@ -1123,33 +1122,7 @@ impl Sim {
                 stats: l.qdisc.stats,
             })
             .collect();
-        let groups = sc
-            .flows
-            .iter()
-            .enumerate()
-            .map(|(gi, g)| GroupInfo {
-                name: g.common.name.clone(),
-                kind: g.traffic.kind().to_string(),
-                count: g.common.count,
-                cc: g.traffic.tcp().map(|t| t.cc.name().to_string()),
-                receiver: g.traffic.tcp().map(|t| t.receiver.name().to_string()),
-                base_rtt_ns: sc.base_rtt(gi).as_nanos(),
-                first_flow: sc.flow_ids(gi).start,
-                sizes: match &g.traffic {
-                    TrafficSpec::Files(d) | TrafficSpec::Web(d) => d.sizes.support(),
-                    TrafficSpec::Transfer(t) => Some(vec![t.size.0]),
-                    _ => None,
-                },
-                rate_bps: match &g.traffic {
-                    TrafficSpec::Cbr(c) => Some(c.rate.bps()),
-                    _ => None,
-                },
-                packet_size: match &g.traffic {
-                    TrafficSpec::Cbr(c) => Some(c.packet_size.0 as u32),
-                    _ => None,
-                },
-            })
-            .collect();
+        let groups = group_infos(sc);
         let mut ft = FlowTable::default();
         for (fi, f) in self.flows.iter().enumerate() {
             let (fwd, rev) = sc.path_delays(f.group as usize);
@@ -1233,6 +1206,61 @@ fn window_col(w: u64) -> i64 {
 
 fn probe_delay(q: &Qdisc<Packet>) -> i64 {
     q.probe().delay_estimate.map_or(-1, |d| d.as_nanos() as i64)
+}
+
+/// Each flow of group `gi`: its start time and its extra one-way path delay
+/// (`path.flow_delay`), drawn from the group's own streams. The emulator draws them
+/// here too, so that an emulated run starts its flows at the simulator's instants.
+pub fn flow_draws(sc: &Scenario, gi: usize) -> Vec<(Time, Duration)> {
+    let g = &sc.flows[gi];
+    let name = &g.common.name;
+    let mut start_rng: SimRng = rng::stream(sc.seed, &format!("group.{name}.start"));
+    let mut delay_rng: SimRng = rng::stream(sc.seed, &format!("group.{name}.flow_delay"));
+    (0..g.common.count)
+        .map(|_| {
+            let start = match g.common.start {
+                StartSpec::At(t) => Time::ZERO + t,
+                StartSpec::Uniform(lo, hi) => {
+                    let span = (hi - lo).as_nanos();
+                    let off = if span == 0 { 0 } else { rng::below(&mut start_rng, span + 1) };
+                    Time::ZERO + lo + Duration::from_nanos(off)
+                }
+            };
+            let extra = g.common.path.flow_delay.as_ref().map_or(Duration::ZERO, |d| d.sample(&mut delay_rng));
+            (start, extra)
+        })
+        .collect()
+}
+
+/// The flow groups as every run's metadata describes them.
+pub fn group_infos(sc: &Scenario) -> Vec<GroupInfo> {
+    sc
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(gi, g)| GroupInfo {
+            name: g.common.name.clone(),
+            kind: g.traffic.kind().to_string(),
+            count: g.common.count,
+            cc: g.traffic.tcp().map(|t| t.cc.name().to_string()),
+            receiver: g.traffic.tcp().map(|t| t.receiver.name().to_string()),
+            base_rtt_ns: sc.base_rtt(gi).as_nanos(),
+            first_flow: sc.flow_ids(gi).start,
+            sizes: match &g.traffic {
+                TrafficSpec::Files(d) | TrafficSpec::Web(d) => d.sizes.support(),
+                TrafficSpec::Transfer(t) => Some(vec![t.size.0]),
+                _ => None,
+            },
+            rate_bps: match &g.traffic {
+                TrafficSpec::Cbr(c) => Some(c.rate.bps()),
+                _ => None,
+            },
+            packet_size: match &g.traffic {
+                TrafficSpec::Cbr(c) => Some(c.packet_size.0 as u32),
+                _ => None,
+            },
+        })
+        .collect()
 }
 
 /// Parse, build and run a scenario.

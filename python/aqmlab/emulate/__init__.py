@@ -24,6 +24,7 @@ import json
 import os
 import secrets
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,10 +49,11 @@ leftovers = netns.leftovers
 
 BASE_PORT = 20000
 PORT = 5201
-# The kernel's names for the scenario's congestion controls.
-KERNEL_CC = {"cubic": "cubic", "newreno": "reno", "reno": "reno", "bbr": "bbr"}
+# a downloads group's server listens on SERVER_PORT + its group index (below BASE_PORT)
+SERVER_PORT = 6000
 # From "go" to the run's start.
 LEAD_NS = 100_000_000
+AVAILABLE_CC = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 
 
 @dataclass(frozen=True)
@@ -71,31 +73,53 @@ def _duration_ns(text: str) -> int:
     return _ns(text)
 
 
-def _plan_flows(sc: dict[str, Any], seed: int, cbr: Sequence[Cbr]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """One entry per flow (with its group) and one per group, in the simulator's order."""
-    rng = np.random.default_rng(seed)
-    flows: list[dict[str, Any]] = []
-    groups: list[dict[str, Any]] = []
-    base_rtt = 2 * (2 * _duration_ns(sc["access"]["delay"]) + _duration_ns(sc["bottleneck"]["delay"]))
+def _plan_flows(
+    src: Any, overrides: list[str], seed: int | None, sc: dict[str, Any], cbr: Sequence[Cbr], scenario_flows: bool = True
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One entry per flow and one per group, in the simulator's order, with the
+    simulator's draws (start times, path delays, file sizes, think times: see
+    `aqmemu::plan`), then the extra CBR flows."""
     for gi, g in enumerate(sc["flows"]):
-        if g["kind"] != "bulk":
-            raise EmulationError(f"flows[{gi}].kind: \"{g['kind']}\" traffic is not emulated yet (only bulk)")
-        cc = g["tcp"]["cc"]
-        if cc not in KERNEL_CC:
-            raise EmulationError(f"flows[{gi}].tcp.cc: \"{cc}\" has no Linux counterpart here")
-        start = g.get("start", "0s")
-        for _ in range(g["count"]):
-            if isinstance(start, dict):
-                a, b = (_duration_ns(x) for x in start["uniform"])
-                s = int(rng.integers(a, b + 1))
-            else:
-                s = _duration_ns(start)
-            flows.append({"proto": "tcp", "cc": KERNEL_CC[cc], "start_ns": s, "group": gi, "ecn": bool(g["tcp"]["ecn"])})
-        groups.append({"name": g["name"], "kind": "bulk", "count": g["count"], "cc": KERNEL_CC[cc], "base_rtt_ns": base_rtt})
+        recv = (g.get("tcp") or {}).get("receiver") or {}
+        if recv.get("kind", "drs") != "drs":
+            raise EmulationError(f"flows[{gi}].tcp.receiver: \"{recv['kind']}\" is not emulated: the receivers are Linux's (receive-window auto-tuning)")
+    plan = json.loads(_core.emulation_plan(src.text, src.format, overrides, seed, src.base_dir))
+    flows, groups = (plan["flows"], plan["groups"]) if scenario_flows else ([], [])
+    duration = _duration_ns(sc["duration"])
+    a, b = _duration_ns(sc["access"]["delay"]), sc["bottleneck"]
+    fwd, rev = 2 * a + _duration_ns(b["delay"]), 2 * a + _duration_ns(b.get("reverse_delay") or b["delay"])
     for c in cbr:
-        flows.append({"proto": "udp", "rate_bps": c.rate_bps, "size": c.size_bytes, "start_ns": c.start_ns, "group": len(groups)})
-        groups.append({"name": c.name, "kind": "cbr", "count": 1, "cc": None, "base_rtt_ns": base_rtt})
+        flows.append({"app": "cbr", "group": len(groups), "rate_bps": c.rate_bps, "packet_size": c.size_bytes, "ecn": False, "cc": None,
+                      "start_ns": c.start_ns, "stop_ns": duration, "fwd_delay_ns": fwd, "rev_delay_ns": rev})
+        groups.append({"name": c.name, "kind": "cbr", "count": 1, "cc": None, "receiver": None, "base_rtt_ns": fwd + rev,
+                       "first_flow": len(flows) - 1, "sizes": None, "rate_bps": c.rate_bps, "packet_size": c.size_bytes})
     return flows, groups
+
+
+def check_kernel_cc(flows: list[dict[str, Any]], path: str = AVAILABLE_CC) -> None:
+    """Every congestion control the plan's TCP flows use (Linux names, from
+    `aqmemu::plan::kernel_cc`) is in the kernel, or loads with `modprobe tcp_NAME`;
+    else a one-line error naming the field."""
+
+    def available() -> set[str]:
+        try:
+            return set(Path(path).read_text().split())
+        except OSError:
+            return set()
+
+    have = available()
+    for f in flows:
+        want = f.get("cc")
+        if want is None or want in have:
+            continue
+        tried = "no modprobe to load tcp_" + want
+        if shutil.which("modprobe"):
+            r = subprocess.run(["modprobe", f"tcp_{want}"], capture_output=True, text=True)
+            have = available()
+            if want in have:
+                continue
+            tried = f"modprobe tcp_{want} failed: " + ((r.stderr.strip().splitlines() or [f"exit code {r.returncode}"])[-1])
+        raise EmulationError(f"flows[{f['group']}].tcp.cc: the kernel has no \"{want}\" congestion control (it has: {', '.join(sorted(have)) or 'none listed'}; {tried})")
 
 
 def read_trace(path: str | os.PathLike[str]) -> list[int]:
@@ -171,12 +195,17 @@ def emulate(
     trace_ms = read_trace(trace) if trace is not None else None
     src = source(scenario)
     overrides = list(overrides)
-    sc = json.loads(_core.resolve_scenario(src.text, src.format, overrides, seed))
+    sc = json.loads(_core.resolve_scenario(src.text, src.format, overrides, seed, src.base_dir))
     seed = sc["seed"]
+    flows, groups = _plan_flows(src, overrides, seed, sc, cbr, scenario_flows)
     if not scenario_flows:
         sc["flows"] = []
-    flows, groups = _plan_flows(sc, seed, cbr)
-    ecn = any(f.get("ecn") for f in flows)
+    check_kernel_cc(flows)
+    tcp_groups = [g for g in sc["flows"] if g["kind"] != "cbr"]
+    ecn = any(g["tcp"]["ecn"] for g in tcp_groups)
+    ssai = {bool(g["tcp"]["slow_start_after_idle"]) for g in tcp_groups}
+    if len(ssai) > 1:
+        raise EmulationError("flows: tcp.slow_start_after_idle differs between groups; the emulated senders share one kernel setting (net.ipv4.tcp_slow_start_after_idle)")
     duration_ns = _duration_ns(sc["duration"])
     interval_ns = _duration_ns(sc["record"]["interval"])
     names = Names(run_id or secrets.token_hex(3))
@@ -197,6 +226,9 @@ def emulate(
             # the bottleneck's spin margin (ns) before deadlines, for measurements
             "spin_ns": int(os.environ["AQMLAB_EMULATE_SPIN_NS"]) if os.environ.get("AQMLAB_EMULATE_SPIN_NS") else None,
             "trace_ms": trace_ms,
+            "base_dir": src.base_dir,
+            # each flow's one-way path delays, data and return direction
+            "delays_ns": [[f["fwd_delay_ns"], f["rev_delay_ns"]] for f in flows],
         }
         (work / "bottleneck.json").write_text(json.dumps(spec))
         npz = work / "bottleneck.npz"
@@ -204,14 +236,24 @@ def emulate(
         if _readline(b, 10.0) != "ready":
             raise EmulationError(f"the bottleneck process did not start (exit code {b.poll()})")
         # the namespaces exist only while the bottleneck process does (see netns.leftovers)
-        netns.build(names, ecn)
-        netns.attach(names)
+        netns.build(names, ecn, slow_start_after_idle=ssai != {False})
+        try:
+            netns.attach(names)
+        except EmulationError:
+            # its devices vanish with it: say so rather than that a device is missing
+            time.sleep(0.1)
+            if b.poll() is not None:
+                raise EmulationError(f"the bottleneck process died (exit code {b.poll()}); the run is lost") from None
+            raise
         plan = {
             "duration_ns": duration_ns,
             "interval_ns": interval_ns,
             "dst": netns.RCV_ADDR,
             "port": PORT,
+            "dst_server": netns.SND_ADDR,
+            "server_port": SERVER_PORT,
             "base_port": BASE_PORT,
+            "datagrams": bool(sc["record"]["datagrams"]),
             "flows": flows,
         }
         plan_path = work / "plan.json"
@@ -250,8 +292,8 @@ def emulate(
         wall = time.perf_counter() - wall0
         recv = json.loads((work / "plan.json.recv.json").read_text())
         send = json.loads((work / "plan.json.send.json").read_text())
-        if send["errors"]:
-            raise EmulationError("traffic: " + "; ".join(send["errors"][:3]))
+        if send["errors"] or recv["errors"]:
+            raise EmulationError("traffic: " + "; ".join((send["errors"] + recv["errors"])[:3]))
         with np.load(npz) as z:
             bn = {k: z[k] for k in z.files}
         raw = _assemble(sc, seed, groups, flows, bn, recv, send, wall, names.run_id)
@@ -262,6 +304,13 @@ def emulate(
             **{k: em[k] for k in ("run_id", "kernel", "bottleneck_cpu_seconds", "delivery_lateness_us", "bottleneck_realtime", "ignored_packets", "write_errors")},
             # deliveries more than 1 ms late (the first 100 are listed in the metadata)
             "stalls": len(em["stalls_ns"]),
+            # the senders' namespace's non-zero TcpExt counters (HyStart, RACK, TLP, ...)
+            "sender_tcp_counters": send.get("counters", {}),
+            # over all TCP flows (tcp_info): seconds busy sending, and of those limited
+            # by the receiver's window or by the send buffer
+            "sender_limits_s": {
+                k: sum(v.get(f"{k}_us", 0) for v in send["final"].values()) / 1e6 for k in ("busy", "rwnd_limited", "sndbuf_limited")
+            },
         }
         return result
     finally:
@@ -301,17 +350,52 @@ def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str
     def fin(i: int, key: str, default: int = 0) -> int:
         return int(final.get(i, {}).get(key, default))
 
+    # downloads: one row per request the clients made
+    tr = recv["transfers"]
+    per_dl = send.get("per_download", {})
+    done = [r[6] >= 0 for r in tr]
+
+    def counter(r: list[int], j: int) -> int:
+        c = per_dl.get(f"{r[0]}.{r[2]}")
+        return int(c[j]) if c is not None and r[6] >= 0 else -1
+
+    transfers = {
+        "flow": np.array([r[0] for r in tr], dtype=np.uint32),
+        "group": np.array([r[1] for r in tr], dtype=np.uint16),
+        "index": np.array([r[2] for r in tr], dtype=np.uint32),
+        "conn": np.array([r[3] for r in tr], dtype=np.uint32),
+        "size_bytes": np.array([r[4] for r in tr], dtype=np.uint64),
+        "request_ns": np.array([r[5] for r in tr], dtype=np.uint64),
+        "end_ns": np.array([r[6] for r in tr], dtype=np.int64),
+        "retransmits": np.array([counter(r, 0) for r in tr], dtype=np.int64),
+        "timeouts": np.array([counter(r, 1) for r in tr], dtype=np.int64),
+    }
+    completed = np.bincount(transfers["flow"][np.array(done, dtype=bool)], minlength=n)[:n] if tr else np.zeros(n, dtype=np.int64)
+    # a `transfer` ends when its one file has arrived
+    end_ns = np.full(n, -1, dtype=np.int64)
+    for r in tr:
+        if groups[r[1]]["kind"] == "transfer" and r[6] >= 0:
+            end_ns[r[0]] = r[6]
+    dg = recv["datagrams"]
+    datagrams = {
+        "time_ns": np.array([d[0] for d in dg], dtype=np.uint64),
+        "flow": np.array([d[1] for d in dg], dtype=np.uint32),
+        "seq": np.array([d[2] for d in dg], dtype=np.uint64),
+        "size": np.array([d[3] for d in dg], dtype=np.uint32),
+        "delay_ns": np.array([d[4] for d in dg], dtype=np.uint64),
+        "ce": np.array([d[5] for d in dg], dtype=bool),
+    }
     udp_sent = np.array([fin(i, "data_segs_out") for i in range(n)])
     table = {
         "flow": np.arange(n, dtype=np.uint32),
         "group": np.array([f["group"] for f in flows], dtype=np.uint16),
         "start_ns": np.array([f["start_ns"] for f in flows], dtype=np.uint64),
-        "end_ns": np.full(n, -1, dtype=np.int64),
+        "end_ns": end_ns,
         "bytes_delivered": np.array(recv["delivered"], dtype=np.uint64),
         "segments_sent": udp_sent.astype(np.uint64),
         "retransmits": np.array([fin(i, "total_retrans") for i in range(n)], dtype=np.uint64),
-        # Linux's tcp_info does not count timeouts, recoveries or ECN reductions
-        "timeouts": np.zeros(n, dtype=np.uint64),
+        # tcpi_total_rto (Linux 6.7+); Linux's tcp_info counts no recoveries or ECN reductions
+        "timeouts": np.array([fin(i, "total_rto") for i in range(n)], dtype=np.uint64),
         "recoveries": np.zeros(n, dtype=np.uint64),
         "ecn_reductions": np.zeros(n, dtype=np.uint64),
         "drops": drops.astype(np.uint64),
@@ -319,13 +403,14 @@ def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str
         "marks": marks.astype(np.uint64),
         "min_rtt_ns": np.array([fin(i, "min_rtt_us", -1) * 1000 if i in final and "min_rtt_us" in final[i] else -1 for i in range(n)], dtype=np.int64),
         "srtt_ns": np.array([fin(i, "rtt_us", -1) * 1000 if i in final and "rtt_us" in final[i] else -1 for i in range(n)], dtype=np.int64),
-        "base_rtt_ns": np.array([groups[f["group"]]["base_rtt_ns"] for f in flows], dtype=np.uint64),
+        "base_rtt_ns": np.array([f["fwd_delay_ns"] + f["rev_delay_ns"] for f in flows], dtype=np.uint64),
+        "transfers": completed.astype(np.uint32),
     }
     # flow series: every flow at every sample, the receiver's delivered bytes joined
     # with the sender's tcp_info (absent for UDP flows: NaN / -1 / 0)
     info = {(r["t"], r["flow"]): r for r in send["rows"]}
     rows = recv["rows"]
-    none = {"cwnd": np.nan, "ssthresh": 0x7FFFFFFF, "rtt_us": -1, "rto_us": 0, "unacked": 0, "sacked": 0, "lost": 0, "retrans": 0, "bytes_acked": 0, "mss": 1, "total_retrans": 0, "ca_state": 0}
+    none = {"cwnd": np.nan, "ssthresh": 0x7FFFFFFF, "rtt_us": -1, "rto_us": 0, "unacked": 0, "sacked": 0, "lost": 0, "retrans": 0, "bytes_acked": 0, "mss": 1, "total_retrans": 0, "ca_state": 0, "total_rto": 0}
     ti = [info.get((t, f), none) for t, f, _ in rows]
     fs = {
         "time_ns": np.array([t for t, _, _ in rows], dtype=np.uint64),
@@ -365,10 +450,12 @@ def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str
             "ignored_packets": bmeta["ignored"],
             "write_errors": bmeta["write_errors"],
             "udp_ip_bytes": recv["udp_ip_bytes"],
+            # the congestion control the kernel ran on each TCP flow (read back per socket)
+            "kernel_cc": [final.get(i, {}).get("cc") for i in range(n)],
             "one_way_delay_ns": recv["owd_ns"],
         },
     }
-    return {"meta": json.dumps(meta), "packets": packets, "link_series": link_series, "flow_series": fs, "flows": table}
+    return {"meta": json.dumps(meta), "packets": packets, "link_series": link_series, "flow_series": fs, "flows": table, "transfers": transfers, "datagrams": datagrams}
 
 
 def _ca(linux_state: int) -> int:
@@ -385,7 +472,7 @@ def cli_run(a: Any, headline_table: Any, err: Any, console: Any, progress_runner
     try:
         src = source(a.scenario)
         resolved = json.loads(_core.resolve_scenario(src.text, src.format, a.set, a.seed))
-        _plan_flows(resolved, resolved["seed"], ())
+        check_kernel_cc(_plan_flows(src, a.set, a.seed, resolved, ())[0])
         if a.trace:
             read_trace(a.trace)
     except (_core.ScenarioError, EmulationError) as e:

@@ -197,7 +197,7 @@ def cleanup_all() -> dict[str, list]:
     return found
 
 
-def build(names: Names, ecn: bool) -> None:
+def build(names: Names, ecn: bool, slow_start_after_idle: bool = True) -> None:
     """Create the two namespaces with their settings (before the TUN devices move in).
     The congestion control is chosen per socket (TCP_CONGESTION) by the senders."""
     for ns in (names.ns_snd, names.ns_rcv):
@@ -212,6 +212,8 @@ def build(names: Names, ecn: bool) -> None:
             ("net.ipv4.tcp_ecn", "1" if ecn else "0"),
             # each run starts from a cold TCP: no cached ssthresh or RTT from an earlier flow
             ("net.ipv4.tcp_no_metrics_save", "1"),
+            # RFC 5681 §4.1 restart after idle (the scenario's tcp.slow_start_after_idle)
+            ("net.ipv4.tcp_slow_start_after_idle", "1" if slow_start_after_idle else "0"),
         ):
             ip("sysctl", "-q", "-w", f"{key}={value}", ns=ns)
 

@@ -119,25 +119,56 @@ def _ms(text: str) -> float:
 def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
     """ns-3 arguments for a resolved scenario, and what cannot match exactly."""
     diffs = [
-        "ns-3 TCP always opens with a three-way handshake (aqmlab's default skips it)",
-        "ns-3 has no Linux quick-ACK start: every ACK is delayed from the first segment",
-        "ns-3 computes the RTO as RFC 6298 with MinRto 200 ms (aqmlab default: Linux's SRTT + max(4 RTTVAR, 200 ms))",
         "ns-3's CUBIC and HyStart follow ns-3's own implementation of the Linux algorithm",
+        "ns-3's point-to-point links add a 2-byte PPP header to every packet (aqmlab: none)",
+        "TCP timestamps on in both (aqmlab's segments echo their send time, RFC 7323); ns-3's 12-byte option comes out of the segment (mss - 12 payload bytes, Linux's 1448 for 1460), so packets keep aqmlab's size on the wire and goodput per packet is 0.8 % lower",
     ]
-    if len(sc["flows"]) != 1:
-        raise NotTranslatable("flows: the ns-3 twin has one flow group")
-    g = sc["flows"][0]
-    if g["kind"] != "bulk":
-        raise NotTranslatable(f"flows[0].kind: \"{g['kind']}\" (the ns-3 twin runs bulk TCP only)")
-    tcp = g["tcp"]
+    groups, tcp = [], None
+    for i, g in enumerate(sc["flows"]):
+        where = f"flows[{i}]"
+        if g.get("path"):
+            raise NotTranslatable(f"{where}.path: per-group paths have no counterpart in the ns-3 twin")
+        if g.get("stop") is not None:
+            raise NotTranslatable(f"{where}.stop: the ns-3 twin's flows run to the end")
+        st = g.get("start", "0s")
+        lo, hi = (st["uniform"] if isinstance(st, dict) else [st, st])
+        span = f"{g['count']}:{metrics._ns(lo) / 1e9}:{metrics._ns(hi) / 1e9}"
+        if g["kind"] == "bulk":
+            if tcp is not None and g["tcp"] != tcp:
+                raise NotTranslatable(f"{where}.tcp: the ns-3 twin has one TCP configuration for all groups")
+            tcp = g["tcp"]
+            groups.append(f"bulk:{span}")
+        elif g["kind"] == "cbr":
+            if g.get("ecn"):
+                raise NotTranslatable(f"{where}.ecn: ECN-capable UDP has no counterpart in the ns-3 twin")
+            groups.append(f"cbr:{span}:{_bps(g['rate'])}:{int(g['packet_size'].rstrip('B'))}")
+        else:
+            raise NotTranslatable(f"{where}.kind: \"{g['kind']}\" (the ns-3 twin runs bulk TCP and CBR UDP)")
+    if tcp is None:  # UDP only: the TCP settings are not used
+        from ..scenario import resolve
+
+        tcp = resolve("madpie-proof")["flows"][0]["tcp"]
+        diffs = [d for d in diffs if "TCP" not in d and "CUBIC" not in d]
     if tcp["cc"] not in ("cubic", "newreno"):
-        raise NotTranslatable(f"flows[0].tcp.cc: \"{tcp['cc']}\"")
-    start = g["start"]
-    lo, hi = (start["uniform"] if isinstance(start, dict) else [start, start])
+        raise NotTranslatable(f"flows[].tcp.cc: \"{tcp['cc']}\"")
+    if tcp["receiver"]["kind"] not in ("drs", "fixed") or tcp.get("receive_window"):
+        raise NotTranslatable("flows[].tcp.receiver: only a receiver that does not limit the window translates")
+    if not tcp["handshake"] and any(g["kind"] == "bulk" for g in sc["flows"]):
+        diffs.append("ns-3 TCP always opens with a three-way handshake (this scenario skips it: flows.*.tcp.handshake = false)")
+    if tcp["quickack"] and any(g["kind"] == "bulk" for g in sc["flows"]):
+        diffs.append(f"ns-3 has no Linux quick-ACK start: every ACK is delayed from the first segment (flows.*.tcp.quickack = {tcp['quickack']})")
+    if tcp["rto_style"] != "rfc6298" and any(g["kind"] == "bulk" for g in sc["flows"]):
+        diffs.append(f"ns-3 computes the RTO as RFC 6298 (flows.*.tcp.rto_style = \"{tcp['rto_style']}\")")
     b = sc["bottleneck"]
     a = sc["access"]
+    if b.get("trace"):
+        raise NotTranslatable("bottleneck.trace: Mahimahi traces have no counterpart in the ns-3 twin")
+    if b.get("reverse_aqm", {"kind": "droptail"}).get("kind") != "droptail":
+        raise NotTranslatable("bottleneck.reverse_aqm: the ns-3 twin's reverse bottleneck is a FIFO")
+    steps = ",".join(f"{metrics._ns(x['at']) / 1e9}:{_bps(x['rate'])}" for x in b.get("schedule") or [])
     args = {
-        "flows": g["count"],
+        "groups": ";".join(groups),
+        "steps": steps,
         "seed": seed,
         "rate": f"{_bps(b['rate'])}bps",
         "delay": f"{metrics._ns(b['delay'])}ns",
@@ -146,8 +177,6 @@ def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
         "buffer": _buffer(sc, b["buffer"]),
         "access_buffer": _buffer(sc, a["buffer"]),
         "duration": metrics._ns(sc["duration"]) / 1e9,
-        "start_lo": metrics._ns(lo) / 1e9,
-        "start_hi": metrics._ns(hi) / 1e9,
         "cc": tcp["cc"],
         "iw": tcp["initial_window"],
         "mss": int(tcp["mss"].rstrip("B")),
@@ -166,20 +195,41 @@ def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
         if q["estimator"] == "interval":
             raise NotTranslatable("bottleneck.aqm.estimator: \"interval\" (ns-3 PIE has departure_rate and timestamp)")
         args["pie_dq_rate"] = str(q["estimator"] == "departure_rate").lower()
+        args.update(pie_mean_pkt=int(q["mean_pkt_size"].rstrip("B")), pie_dq_threshold=int(q["dq_threshold"].rstrip("B")),
+                    pie_cap_drop=str(q["cap_drop_adjustment"]).lower(), pie_derandomize=str(q["derandomize"]).lower())
+        if not q["auto_scale"] or q.get("high_delay_boost") or q.get("bytemode"):
+            raise NotTranslatable("bottleneck.aqm: PIE auto_scale off, bytemode or high_delay_boost have no ns-3 counterpart")
         if q["estimator"] == "departure_rate":
             diffs.append(f"PIE departure-rate average: ns-3 weighs a new measurement 1/2, aqmlab {q['dq_weight']} (RFC 8033 App. B: 1/4)")
-        diffs.append("PIE safeguard: ns-3 uses MeanPktSize 1000 B, aqmlab mean_pkt_size " + q["mean_pkt_size"])
         diffs.append("PIE burst allowance: ns-3 (from ns-2) also holds drop_prob at 0 while the allowance lasts; RFC 8033 keeps updating it")
     elif kind == "droptail":
         args["aqm"] = "droptail"
     elif kind in ("codel", "fq_codel"):
         args.update(aqm=kind, codel_target_ms=_ms(q["target"]), codel_interval_ms=_ms(q["interval"]))
+        if kind == "fq_codel" and args["buffer"].endswith("B"):
+            # ns-3's FqCoDelQueueDisc counts its limit in packets (a byte limit drops every packet)
+            pkts = max(1, round(int(args["buffer"][:-1]) / (int(tcp["mss"].rstrip("B")) + 40)))
+            diffs.append(f"FQ-CoDel limit: ns-3 counts packets, so the {args['buffer']} buffer becomes {pkts} full-size packets")
+            args["buffer"] = f"{pkts}p"
+        if kind == "fq_codel":
+            args.update(fq_quantum=int(q["quantum"].rstrip("B")), fq_flows=q["flows"])
+            diffs.append(f"FQ-CoDel: ns-3 has {q.get('flows', 1024)} queues hashed from the 5-tuple with a random perturbation; aqmlab hashes flow ids")
     elif kind in ("red", "ared"):
-        args.update(aqm=kind)
-        diffs.append("RED/ARED parameters: ns-3's automatic settings (Floyd et al. 2001) are used")
+        args.update(aqm=kind, red_mean_pkt=int(q["mean_pkt_size"].rstrip("B")), red_max_p=q["max_p"])
+        if kind == "ared":
+            if any(q.get(k) is not None for k in ("min_th", "max_th", "w_q")) or q.get("sliding"):
+                raise NotTranslatable("bottleneck.aqm: explicit ARED thresholds and sliding thresholds are not translated (the twin uses the automatic settings)")
+            args["red_target_ms"] = _ms(q["target_delay"])
+        else:
+            th = [_buffer(sc, str(q[k])) for k in ("min_th", "max_th")]
+            if not all(t.endswith("p") for t in th) or not args["buffer"].endswith("p"):
+                raise NotTranslatable("bottleneck.aqm: RED thresholds translate in packets with a packet-limited buffer only")
+            args.update(red_min_th=th[0][:-1], red_max_th=th[1][:-1], red_qw=q["w_q"])
+        diffs.append(f"{kind.upper()}: ns-3's `Wait` option (ns-2's wait_, p_a = p_b / (2 - count p_b)) is off in the twin, so both space drops as Floyd & Jacobson's p_a = p_b / (1 - count p_b)")
+        diffs.append(f"{kind.upper()}: both use the automatic thresholds of Floyd, Gummadi & Shenker (min_th = max(5, target x C / 2), max_th = 3 min_th, w_q = 1 - exp(-1/C)); ns-3 keeps them in bytes for a byte-limited queue")
     else:
         raise NotTranslatable(f"bottleneck.aqm.kind: \"{kind}\" has no ns-3 counterpart here")
-    return Translation([f"--{k}={v}" for k, v in args.items()], diffs)
+    return Translation([f"--{k}={v}" for k, v in args.items() if v != ""], diffs)
 
 
 @dataclass
@@ -203,14 +253,37 @@ def run(sc: dict[str, Any], seed: int, workdir: Path) -> Ns3Run:
     js = json.loads(Path(out + ".json").read_text())
     soj = np.fromfile(out + ".sojourn", dtype=np.float64)
     util = np.fromfile(out + ".util", dtype=np.float64)
+    return Ns3Run(wall, summarize(sc, js, soj, util), t.differences)
+
+
+def summarize(sc: dict[str, Any], js: dict[str, Any], soj: np.ndarray, util: np.ndarray) -> dict[str, Any]:
+    """The twin's figures, with the keys and definitions of aqmlab's summary.json
+    (aqmlab.metrics): queueing delay per dequeued packet, utilization per second,
+    per-class goodput over each flow's active time, Jain's index of those."""
     dur = metrics._ns(sc["duration"]) / 1e9
     rx = np.array(js["rx_bytes"], dtype=float)
-    summary = {
-        "queue_delay_ms": metrics.distribution(soj),
-        "utilization": metrics.distribution(util, metrics.UTIL_PERCENTILES, extremes=False),
-        "drops": js["drops"],
-        "marks": js["marks"],
-        "goodput_mbps": float(rx.sum() * 8 / dur / 1e6),
-        "jain_index": metrics.jain_index(rx),
+    group = np.array(js["group"], dtype=int)
+    start = np.array(js["start"], dtype=float)
+    drops = js["drops"]
+    arrived = js["enqueued"] + js["refused"]  # ns-3's Enqueue trace fires for accepted packets only
+    classes = {}
+    for gi, g in enumerate(sc["flows"]):
+        sel = group == gi
+        # aqmlab counts a datagram's bytes on the wire (IP and UDP headers: 28 B); ns-3's sink the payload
+        scale = int(g["packet_size"].rstrip("B")) / (int(g["packet_size"].rstrip("B")) - 28) if g["kind"] == "cbr" else 1.0
+        per_flow = rx[sel] * scale * 8 / np.maximum(dur - start[sel], 1e-9) / 1e6
+        classes[g["name"]] = {"kind": g["kind"], "flows": int(sel.sum()), "goodput_mbps": float(per_flow.sum()),
+                              "jain_index": metrics.jain_index(per_flow)}
+    total = sum(drops.values())
+    return {
+        "bottleneck": {
+            "queue_delay_ms": metrics.distribution(soj),
+            "utilization": metrics.distribution(util, metrics.UTIL_PERCENTILES, extremes=False),
+            "drops": drops,
+            "marks": js["marks"],
+            "drop_rate": total / arrived if arrived else 0.0,
+            "drop_shares": {k: (v / total if total else 0.0) for k, v in drops.items()},
+        },
+        "classes": classes,
+        "ns3": {k: js[k] for k in ("enqueued", "refused", "dequeued")},
     }
-    return Ns3Run(wall, summary, t.differences)

@@ -46,6 +46,9 @@ class Axis:
     levels: Mapping[str, Mapping[str, Any]]
     requires: Mapping[str, Sequence[str]] = field(default_factory=dict)
     note: Mapping[str, str] = field(default_factory=dict)  # why a level is there (e.g. "not in the paper")
+    # crossed only with these levels of other axes (axis -> levels); recorded as "–"
+    # elsewhere. A level may also set "scenario" to run on another built-in base.
+    when: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,10 @@ class Figure:
     title: str
     facet: Optional[str] = None
     where: Mapping[str, Any] = field(default_factory=dict)
+    classes: Optional[Sequence[str]] = None  # per-class figures: the traffic classes to keep
 
     def options(self) -> Options:
-        return Options(facet=self.facet, where=dict(self.where), title=self.title)
+        return Options(facet=self.facet, where=dict(self.where), title=self.title, classes=None if self.classes is None else list(self.classes))
 
 
 # measures: what aqmlab's runs say --------------------------------------------------------
@@ -78,6 +82,9 @@ class Measure:
 
     def __sub__(self, other: "Measure") -> "Measure":
         return Diff(self, other)
+
+    def __truediv__(self, other: "Measure") -> "Measure":
+        return Ratio(self, other)
 
 
 def _where(w: Mapping[str, Any]) -> str:
@@ -217,6 +224,7 @@ class Claim:
 class Quick:
     seeds: int = 2
     set: Mapping[str, Any] = field(default_factory=dict)
+    levels: Mapping[str, Sequence[str]] = field(default_factory=dict)  # axis -> the levels the quick variant keeps (default: all)
 
 
 @dataclass
@@ -232,7 +240,7 @@ class Reproduction:
     set: Mapping[str, Any] = field(default_factory=dict)
     quick: Quick = field(default_factory=Quick)
     requires: Sequence[str] = ()
-    label: Optional[str] = None  # series label format, e.g. "{AQM}, RTT {RTT}"
+    label: Union[str, Callable[[Mapping[str, Any]], str], None] = None  # series label format, e.g. "{AQM}, RTT {RTT}", or a function of the axis values
     seeds_note: str = ""
     notes: Sequence[str] = ()
 
@@ -317,9 +325,12 @@ def print_list(console: Any) -> int:
     for name, e in registry().items():
         miss = missing(e.requires, cat)
         lv_missing = [f"{a.name} {lab}" for a in e.axes for lab in a.levels if missing(a.requires.get(lab, ()), cat)]
-        n_levels = math.prod(len(a.levels) - sum(1 for lab in a.levels if missing(a.requires.get(lab, ()), cat)) for a in e.axes)
+        try:  # the grids' own counts (axes crossed only with some levels, quick subsets)
+            n_runs = f"{grid_for(e, False, cat=cat)[0].size()} ({grid_for(e, True, cat=cat)[0].size()})"
+        except RuntimeError:
+            n_runs = "–"
         status = "needs " + "; ".join(miss) if miss else ("ready" + (f" (skips {', '.join(lv_missing)} until their features exist)" if lv_missing else ""))
-        t.add_row(name, e.title, f"{n_levels * e.seeds} ({n_levels * e.quick.seeds})", status)
+        t.add_row(name, e.title, n_runs, status)
     for name, (what, needs) in PLANNED.items():
         if name not in registry():
             t.add_row(name, what, "–", f"planned: needs {needs}")
@@ -384,6 +395,8 @@ def grid_for(e: Reproduction, quick: bool, seeds: Optional[int] = None, cat: Opt
     for a in e.axes:
         keep = {}
         for lab, ov in a.levels.items():
+            if quick and a.name in e.quick.levels and lab not in e.quick.levels[a.name]:
+                continue
             miss = missing(a.requires.get(lab, ()), cat)
             if miss:
                 skipped.append(f"{a.name} {lab}: skipped, this build lacks {'; '.join(miss)}")
@@ -391,7 +404,7 @@ def grid_for(e: Reproduction, quick: bool, seeds: Optional[int] = None, cat: Opt
                 keep[lab] = ov
         if not keep:
             raise RuntimeError(f"reproduce {e.name}: every level of {a.name} needs a missing feature")
-        g.named(a.name, keep)
+        g.named(a.name, keep, when=a.when or None)
     n = seeds or (e.quick.seeds if quick else e.seeds)
     g.seeds = list(range(1, n + 1))
     return g, skipped
@@ -526,3 +539,245 @@ def main(name: str, *, out=None, quick=False, jobs=None, cluster=None, console=N
             console.print(f"[dim]{s}[/dim]")
         console.print(f"{r.runs} runs ({r.failed} failed) in {r.seconds:.1f} s; wrote {r.out}/claims.md, claims.json, report.html, figures/")
     return 1 if r.failed else 0
+
+
+# -- measures added for the MADPIE §IV/§V and PIE-slides reproductions ---------------------
+
+
+def _cached(s: Any, key: Any, make: Callable[[], Any]) -> Any:
+    """A series' table read once for all the claims that ask for it."""
+    cache = s.__dict__.setdefault("_measure_cache", {})
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
+def _percentile(ctx: "Context", where: Mapping[str, Any], q: float, values: Callable[[Any], Optional[np.ndarray]], scale: float = 1.0):
+    """The q-th percentile (times `scale`) of `values(series)` for the series at `where`."""
+    s = ctx.series(where)
+    if s is None:
+        return None
+    x = values(s)
+    if x is None or not len(x):
+        return None
+    return float(np.percentile(x, q)) * scale, None, len(s.runs)
+
+
+@dataclass
+class ClassDelay(Measure):
+    """A percentile of the queueing delay (ms) of the packets of some traffic classes (by
+    class name, e.g. "cbr" or "cbr-100"), every packet of all seeds of a series pooled:
+    the CBR percentiles of Kuhn & Ros Figs. 6 and 10."""
+
+    classes: Sequence[str]
+    q: float
+    where: Mapping[str, Any]
+
+    def value(self, ctx):
+        return _percentile(ctx, self.where, self.q, lambda s: _cached(s, ("class_delays", tuple(self.classes)), lambda: s.class_delays(self.classes)))
+
+    def describe(self):
+        return f"{self.q:g}th percentile of the queueing delay of classes {', '.join(self.classes)}, seeds pooled ({_where(self.where)})"
+
+
+@dataclass
+class Download(Measure):
+    """A percentile of the download time (s, times `scale`) of the completed file
+    transfers of a series, seeds pooled; only files of `size_bytes` when given, only the
+    classes named when given (Kuhn & Ros Figs. 7 and 11)."""
+
+    q: float
+    where: Mapping[str, Any]
+    size_bytes: Optional[int] = None
+    classes: Sequence[str] = ()
+    scale: float = 1.0
+
+    def value(self, ctx):
+        return _percentile(ctx, self.where, self.q, self._times, self.scale)
+
+    def _times(self, s) -> Optional[np.ndarray]:
+        t = _cached(s, "transfers", s.transfers)
+        if t is None:
+            return None
+        if self.size_bytes is not None:
+            t = t[t["size_bytes"].astype("int64") == int(self.size_bytes)]
+        if self.classes:
+            t = t[t["class"].astype(str).isin(list(self.classes))]
+        x = t["download_time_s"].to_numpy(float)
+        return x[~np.isnan(x)]
+
+    def describe(self):
+        what = f"{self.size_bytes} B files" if self.size_bytes is not None else "all files"
+        cls = f" of classes {', '.join(self.classes)}" if self.classes else ""
+        return f"{self.q:g}th percentile of the download time of {what}{cls}, seeds pooled, x{self.scale:g} ({_where(self.where)})"
+
+
+@dataclass
+class WindowDelay(Measure):
+    """A percentile of the per-packet queueing delay (ms) at the bottleneck between
+    `start_s` and `end_s` of each run, seeds pooled (e.g. after a capacity change)."""
+
+    q: float
+    where: Mapping[str, Any]
+    start_s: float
+    end_s: float
+
+    def value(self, ctx):
+        return _percentile(ctx, self.where, self.q, self._delays)
+
+    def _delays(self, s) -> np.ndarray:
+        from ..comparison import DEQUEUES
+
+        parts = []
+        for r in s.runs:
+            df = r.table("packets", ["time_s", "sojourn_ms"], DEQUEUES)
+            if df is None:
+                continue
+            t = df["time_s"].to_numpy(float)
+            parts.append(df["sojourn_ms"].to_numpy(float)[(t >= self.start_s) & (t < self.end_s)])
+        return np.concatenate(parts) if parts else np.array([])
+
+    def describe(self):
+        return f"{self.q:g}th percentile of the queueing delay in [{self.start_s:g}, {self.end_s:g}) s, seeds pooled ({_where(self.where)})"
+
+
+@dataclass
+class Extreme(Measure):
+    """The smallest (`op="min"`) or largest (`op="max"`) value of several measures:
+    "for every file size", "higher than with any of the AQMs"."""
+
+    op: str
+    parts: Sequence[Measure]
+
+    def value(self, ctx):
+        vals = [m.value(ctx) for m in self.parts]
+        if any(v is None for v in vals):
+            return None
+        pick = min if self.op == "min" else max
+        best = pick(vals, key=lambda v: v[0])
+        return best[0], None, min(v[2] for v in vals)
+
+    def describe(self):
+        return f"{self.op} of [" + "; ".join(m.describe() for m in self.parts) + "]"
+
+    def wheres(self):
+        return [w for m in self.parts for w in m.wheres()]
+
+
+def smallest(*parts: Measure) -> Measure:
+    return Extreme("min", parts)
+
+
+def largest(*parts: Measure) -> Measure:
+    return Extreme("max", parts)
+
+
+@dataclass
+class Reduction(Measure):
+    """How much lower `b` is than `a`, in % of `a`: 100 (a − b) / a ("a latency
+    reduction of 13 % for the 75th percentiles")."""
+
+    a: Measure
+    b: Measure
+
+    def value(self, ctx):
+        va, vb = self.a.value(ctx), self.b.value(ctx)
+        if va is None or vb is None or va[0] == 0:
+            return None
+        return 100.0 * (va[0] - vb[0]) / va[0], None, min(va[2], vb[2])
+
+    def describe(self):
+        return f"100 × (({self.a.describe()}) − ({self.b.describe()})) / ({self.a.describe()})"
+
+    def wheres(self):
+        return self.a.wheres() + self.b.wheres()
+
+
+# -- measures added for seeds 002-004 (appended) ------------------------------------------
+
+
+@dataclass
+class PerRun(Measure):
+    """`fn(run)` (a `comparison.Run`) for each run of one series, mean ± sd over the seeds;
+    `what` names it in claims.json. For figures summary.json does not hold (a class's
+    loss from the packet records, a receiver's revert time from the flow series)."""
+
+    fn: Callable[[Any], Optional[float]]
+    where: Mapping[str, Any]
+    what: str
+
+    def _values(self, ctx) -> Optional[dict[int, float]]:
+        s = ctx.series(self.where)
+        if s is None:
+            return None
+        out = {}
+        for r in s.runs:
+            v = self.fn(r)
+            if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                out[r.seed] = float(v)
+        return out or None
+
+    def value(self, ctx):
+        v = self._values(ctx)
+        if not v:
+            return None
+        x = list(v.values())
+        return float(np.mean(x)), (float(np.std(x, ddof=1)) if len(x) > 1 else None), len(x)
+
+    def describe(self):
+        return f"mean over seeds of {self.what} ({_where(self.where)})"
+
+
+@dataclass
+class SeedRatio(Measure):
+    """a / b seed by seed (the runs of two series paired by their seed), mean ± sd:
+    e.g. the CE-mark rate with ECN over the drop rate without it (Khademi, Ros & Welzl)."""
+
+    a: PerRun
+    b: PerRun
+
+    def value(self, ctx):
+        va, vb = self.a._values(ctx), self.b._values(ctx)
+        if not va or not vb:
+            return None
+        x = [va[k] / vb[k] for k in sorted(set(va) & set(vb)) if vb[k]]
+        if not x:
+            return None
+        return float(np.mean(x)), (float(np.std(x, ddof=1)) if len(x) > 1 else None), len(x)
+
+    def describe(self):
+        return f"seed by seed ({self.a.describe()}) / ({self.b.describe()})"
+
+    def wheres(self):
+        return self.a.wheres() + self.b.wheres()
+
+
+@dataclass
+class Ratio(Measure):
+    """The ratio of two measures' values (means over seeds)."""
+
+    a: Measure
+    b: Measure
+
+    def value(self, ctx):
+        va, vb = self.a.value(ctx), self.b.value(ctx)
+        if va is None or vb is None or not vb[0]:
+            return None
+        return va[0] / vb[0], None, min(va[2], vb[2])
+
+    def describe(self):
+        return f"({self.a.describe()}) / ({self.b.describe()})"
+
+    def wheres(self):
+        return self.a.wheres() + self.b.wheres()
+
+
+def levels_label(skip: Sequence[str] = ()) -> Callable[[Mapping[str, Any]], str]:
+    """A series label: the axis levels of the series joined by commas, leaving out the
+    axes named in `skip` and the axes not crossed with it ("–")."""
+    from ..grid import NOT_CROSSED
+
+    def label(values: Mapping[str, Any]) -> str:
+        return ", ".join(str(v) for k, v in values.items() if k not in skip and str(v) != NOT_CROSSED)
+
+    return label

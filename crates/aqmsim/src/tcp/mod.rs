@@ -26,7 +26,8 @@ pub use sender::TcpSender;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TcpConfig {
-    /// Congestion control: "cubic", "newreno" or "reno".
+    /// Congestion control: "cubic", "newreno", "reno", or "bbr" (Linux's BBR, for
+    /// `aqmlab emulate` only; the simulator refuses it).
     pub cc: CcKind,
     /// Payload bytes per segment (1460 B: 1500-byte packets with 40 bytes of headers).
     pub mss: Bytes,

@@ -19,6 +19,12 @@ pub struct CubicParams {
     pub fast_convergence: bool,
     /// The Reno-friendly region (RFC 9438 §4.3; Linux `tcp_friendliness` on).
     pub reno_friendly: bool,
+    /// RFC 9438 §4.3: once W_est reaches the window before the last reduction
+    /// (cwnd_prior), it grows by 1 segment per RTT instead of alpha_cubic. Linux's
+    /// `tcp_cubic.c` has no such switch (its `tcp_friendliness` grows W_est by a
+    /// constant `beta_scale`, alpha_cubic per RTT): `false` grows as Linux does
+    /// (docs/emulation.md measures the difference).
+    pub alpha_to_one: bool,
     /// HyStart (Linux `hystart` on).
     pub hystart: bool,
     /// HyStart acts only once cwnd reaches this many segments (Linux: 16).
@@ -40,6 +46,7 @@ impl Default for CubicParams {
             c: 0.4,
             fast_convergence: true,
             reno_friendly: true,
+            alpha_to_one: true,
             hystart: true,
             hystart_low_window: 16,
             hystart_ack_delta: Duration::from_millis(2),
@@ -100,9 +107,10 @@ impl Cubic {
     }
 
     /// alpha_cubic = 3 (1 - beta) / (1 + beta) (RFC 9438 §4.3), 1 once W_est has
-    /// reached the window before the last reduction.
+    /// reached the window before the last reduction (unless `alpha_to_one` is off,
+    /// as in Linux).
     fn alpha(&self) -> f64 {
-        if self.w_est >= self.cwnd_prior { 1.0 } else { 3.0 * (1.0 - self.p.beta) / (1.0 + self.p.beta) }
+        if self.p.alpha_to_one && self.w_est >= self.cwnd_prior { 1.0 } else { 3.0 * (1.0 - self.p.beta) / (1.0 + self.p.beta) }
     }
 
     fn congestion_avoidance(&mut self, w: &mut Window, acked: f64, s: &AckSample) {
@@ -322,6 +330,14 @@ mod tests {
         w = Window { cwnd: ss, ssthresh: ss };
         drive(&mut cc, &mut w, Time::ZERO, 1.0, 100, |_, _, _| {});
         assert!(w.cwnd < 10.5, "{}", w.cwnd);
+        // as Linux (no switch to 1): W_est grows by alpha for all 10 RTTs, 7 + 5.29
+        let mut cc = Cubic::new(CubicParams { alpha_to_one: false, ..CubicParams::default() });
+        let mut w = Window { cwnd: 10.0, ssthresh: 1e9 };
+        let ss = cc.on_congestion(&w, Time::ZERO);
+        w = Window { cwnd: ss, ssthresh: ss };
+        drive(&mut cc, &mut w, Time::ZERO, 1.0, 100, |_, _, _| {});
+        let expect = 7.0 + 10.0 * alpha;
+        assert!((w.cwnd - expect).abs() < 0.5, "cwnd {} vs {expect}", w.cwnd);
     }
 
     #[test]

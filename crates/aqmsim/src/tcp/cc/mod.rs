@@ -95,6 +95,10 @@ pub enum CcKind {
     /// Linux's `reno` module: NewReno's window growth; without SACK, RFC 5681 fast
     /// recovery (the first new ACK ends it) instead of RFC 6582's.
     Reno,
+    /// Linux's BBR (Cardwell et al., "BBR: Congestion-Based Congestion Control",
+    /// ACM Queue 2016), for `aqmlab emulate` only: the kernel runs it, the simulator
+    /// has no model of it and refuses it ([`CcKind::simulated`]).
+    Bbr,
 }
 
 impl CcKind {
@@ -103,7 +107,14 @@ impl CcKind {
             CcKind::Cubic => "cubic",
             CcKind::Newreno => "newreno",
             CcKind::Reno => "reno",
+            CcKind::Bbr => "bbr",
         }
+    }
+
+    /// Whether the simulator has this congestion control (BBR runs only on the
+    /// real Linux stack, through `aqmlab emulate`).
+    pub fn simulated(self) -> bool {
+        !matches!(self, CcKind::Bbr)
     }
 }
 
@@ -120,6 +131,7 @@ impl AnyCc {
             CcKind::Cubic => AnyCc::Cubic(Cubic::new(cubic.clone())),
             CcKind::Newreno => AnyCc::NewReno(NewReno::default()),
             CcKind::Reno => AnyCc::Reno(Reno::default()),
+            CcKind::Bbr => panic!("BBR is not simulated: Sim::new refuses scenarios that ask for it"),
         }
     }
 }
