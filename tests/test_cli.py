@@ -15,6 +15,7 @@ EXPECTED_FILES = {
     "transfers.parquet",
     "datagrams.parquet",
     "flow_trace.parquet",
+    "histograms.parquet",
     "report.html",
     "figures",
 }

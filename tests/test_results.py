@@ -123,3 +123,36 @@ def test_progress_is_reported():
     seen = []
     aqmlab.run("madpie-proof", overrides=short(), progress=seen.append)
     assert seen[-1] == 1.0 and len(seen) >= 50 and seen == sorted(seen)
+
+
+def test_summaries_only_mode_matches_the_packet_rows():
+    """With packet records off, summary.json's queueing delays come from the
+    streaming histograms: within their 0.4 % bucket error (and numpy's interpolation
+    between ranks) of the exact figures from the packet rows of the same run; mean
+    and max exact; the histograms written to histograms.parquet."""
+    o = short(**{"metrics.warmup": "5s", "duration": "30s"})
+    full = aqmlab.run("madpie-mix", seed=3, overrides=o)
+    lean = aqmlab.run("madpie-mix", seed=3, overrides={**o, "record.packets": False, "record.datagrams": False})
+    assert lean.packets.num_rows == 0 and full.packets.num_rows > 0
+    a, b = full.summary["bottleneck"], lean.summary["bottleneck"]
+    assert "histogram" in b["queue_delay_note"] and "queue_delay_note" not in a
+
+    def close(x, y, what):
+        assert (x is None) == (y is None), what
+        if x is not None:
+            # 1/256 of the value, plus 1 us of slack for interpolating between ranks
+            assert abs(x - y) <= x / 256 + 1e-3, (what, x, y)
+
+    for k, v in a["queue_delay_ms"].items():
+        close(v, b["queue_delay_ms"][k], f"bottleneck {k}")
+    assert b["queue_delay_ms"]["max"] == a["queue_delay_ms"]["max"]
+    assert abs(b["queue_delay_ms"]["mean"] - a["queue_delay_ms"]["mean"]) < 1e-9
+    for name, c in full.summary["classes"].items():
+        for k, v in c["queue_delay_ms"].items():
+            close(v, lean.summary["classes"][name]["queue_delay_ms"][k], f"{name} {k}")
+    # every other figure is the same: records do not change the simulation
+    assert b["drops"] == a["drops"] and b["utilization"] == a["utilization"]
+    h = lean.histograms.to_pandas()
+    counts = {m["name"]: m["count"] for m in lean.meta["histograms"]}
+    assert h.groupby("name", observed=True)["count"].sum().to_dict() == {k: v for k, v in counts.items() if v}
+    assert (h["lo_ms"] < h["hi_ms"]).all()

@@ -183,6 +183,8 @@ def cmd_emulate(a: argparse.Namespace) -> int:
 def cmd_bench(a: argparse.Namespace) -> int:
     from . import bench
 
+    if a.scaling:
+        return bench.scaling(a)
     return bench.main(a)
 
 
@@ -385,7 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-packets", action="store_true", help="turn per-packet records off (record.packets = false)")
     b.add_argument("--vs", choices=["ns3"], default=None, help="also run the scenario's ns-3 twin (pip install 'aqmlab[ns3]') and print the speed ratio")
     b.add_argument("--suite", action="store_true", help="time the reference scenarios of docs/performance.md (the scenario argument is ignored)")
-    b.add_argument("--json", default=None, metavar="FILE", help="with --suite: also write the figures as JSON")
+    b.add_argument("--scaling", action="store_true", help="the scaling table instead: wall time, events/s, packets/s and peak memory as the bottleneck rate (10 Mbps to 10 Gbps) and the flows (1 to 10,000) grow, summaries only (docs/performance.md); --repeat runs per point")
+    b.add_argument("--quick", action="store_true", help="with --scaling: leave out the 10,000-flow point and the 60 s memory run")
+    b.add_argument("--json", default=None, metavar="FILE", help="with --suite or --scaling: also write the figures as JSON")
     b.set_defaults(fn=cmd_bench)
 
     sw = sub.add_parser(

@@ -7,9 +7,11 @@ a title naming the scenario."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+from . import metrics
 
 if TYPE_CHECKING:
     from .results import RunResult
@@ -42,6 +44,20 @@ def ecdf(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x, np.arange(1, len(x) + 1) / max(len(x), 1)
 
 
+def hist_cdf(r: "RunResult", name: str, ps: tuple[int, ...] = (5, 50, 95)) -> tuple[np.ndarray, np.ndarray, int, list] | None:
+    """The CDF of a streaming histogram of the run (x in ms at each bucket's upper
+    end, y), its count and percentiles (ms); None if it is missing or empty."""
+    infos = r.meta.get("histograms") or []
+    idx = next((i for i, m in enumerate(infos) if m["name"] == name), None)
+    if idx is None or not infos[idx]["count"]:
+        return None
+    h = r.raw["histograms"]
+    s = h["hist"] == idx
+    cnt = h["count"][s]
+    q = metrics.hist_distribution(infos[idx], h["lo_ns"][s], h["hi_ns"][s], cnt, ps, extremes=False)
+    return h["hi_ns"][s] / 1e6, np.cumsum(cnt) / cnt.sum(), int(cnt.sum()), [q[f"p{p}"] for p in ps]
+
+
 def _title(r: "RunResult", what: str) -> str:
     sc = r.scenario
     return f"{what} — {sc['name']} ({r.meta['links'][0]['aqm']}, seed {r.meta['seed']})"
@@ -70,7 +86,7 @@ def _dequeues(r: "RunResult") -> dict[str, np.ndarray] | None:
 def queue_delay_cdf(r: "RunResult", out: Path) -> list[str]:
     dq = _dequeues(r)
     if dq is None:
-        return []
+        return _queue_delay_cdf_from_histograms(r, out)
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots()
         x, y = ecdf(dq["d"])
@@ -86,6 +102,33 @@ def queue_delay_cdf(r: "RunResult", out: Path) -> list[str]:
             ax.axhline(p / 100, color="grey", lw=0.6, ls=":")
             ax.annotate(f"p{p} = {v:.1f} ms", (v, p / 100), xytext=(5, -12), textcoords="offset points", fontsize=8)
         ax.set_xlabel("queueing delay at the bottleneck (ms)")
+        ax.set_ylabel("CDF (fraction of packets)")
+        ax.set_ylim(0, 1.01)
+        ax.set_xlim(left=0)
+        ax.legend(loc="lower right")
+        ax.set_title(_title(r, "Queueing delay"))
+        return _save(fig, out, "queue_delay_cdf")
+
+
+def _queue_delay_cdf_from_histograms(r: "RunResult", out: Path) -> list[str]:
+    """Without packet rows (summaries only): the CDF from the streaming histograms
+    (each bucket at its upper end, within 0.8 % of its values)."""
+    total = hist_cdf(r, "bottleneck.sojourn", (50, 90))
+    if total is None:
+        return []
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        x, y, _, (p50, p90) = total
+        ax.step(x, y, where="post", lw=1.8, color="black", label="all packets")
+        if len(r.class_names) > 1:
+            for name in r.class_names:
+                c = hist_cdf(r, f"bottleneck.sojourn.{name}")
+                if c is not None:
+                    ax.step(c[0], c[1], where="post", lw=1.0, label=name)
+        for p, v in ((50, p50), (90, p90)):
+            ax.axhline(p / 100, color="grey", lw=0.6, ls=":")
+            ax.annotate(f"p{p} = {v:.1f} ms", (v, p / 100), xytext=(5, -12), textcoords="offset points", fontsize=8)
+        ax.set_xlabel("queueing delay at the bottleneck (ms, from the streaming histogram)")
         ax.set_ylabel("CDF (fraction of packets)")
         ax.set_ylim(0, 1.01)
         ax.set_xlim(left=0)
@@ -186,24 +229,34 @@ def drop_causes(r: "RunResult", out: Path) -> list[str]:
     """Kuhn & Ros Fig. 4: the share r_x of each drop cause, and the distribution of the
     queueing delay (backlog / link rate) when drops of that cause happened."""
     pk = r.raw["packets"]
-    if "bottleneck" not in r.meta["logged_links"]:
-        return []
-    li = r.meta["logged_links"].index("bottleneck")
-    sel = (pk["link"] == li) & (pk["event"] == 2)
-    if not sel.any():
-        return []
-    rate = r.meta["links"][0]["rate_bps"]
-    delay = pk["backlog_bytes"][sel] * 8 / rate * 1e3
-    cause = pk["cause"][sel]
-    n = len(cause)
-    with plt.rc_context(STYLE):
-        fig, ax = plt.subplots()
+    # per cause: (x, y) of the CDF, count, and p5/p50/p95 in ms
+    curves: dict[str, tuple[np.ndarray, np.ndarray, int, Any]] = {}
+    if "bottleneck" in r.meta["logged_links"]:
+        li = r.meta["logged_links"].index("bottleneck")
+        sel = (pk["link"] == li) & (pk["event"] == 2)
+        rate = r.meta["links"][0]["rate_bps"]
+        delay = pk["backlog_bytes"][sel] * 8 / rate * 1e3
+        cause = pk["cause"][sel]
         for code, name in ((1, "overflow"), (2, "random"), (3, "deterministic")):
             d = delay[cause == code]
             if len(d):
                 x, y = ecdf(d)
-                p5, p50, p95 = np.percentile(d, [5, 50, 95])
-                ax.plot(x, y, color=CAUSE_COLORS[name], lw=1.5, label=f"{name}: r = {len(d) / n:.2f} (p5/p50/p95 = {p5:.0f}/{p50:.0f}/{p95:.0f} ms)")
+                curves[name] = (x, y, len(d), np.percentile(d, [5, 50, 95]))
+    else:
+        # no packet rows: the streaming histograms of the delay at drops
+        for name in ("overflow", "random", "deterministic"):
+            c = hist_cdf(r, f"bottleneck.drop_delay.{name}")
+            if c is not None:
+                curves[name] = c
+    if not curves:
+        return []
+    n = sum(c[2] for c in curves.values())
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots()
+        for name in ("overflow", "random", "deterministic"):
+            if name in curves:
+                x, y, k, (p5, p50, p95) = curves[name]
+                ax.plot(x, y, color=CAUSE_COLORS[name], lw=1.5, label=f"{name}: r = {k / n:.2f} (p5/p50/p95 = {p5:.0f}/{p50:.0f}/{p95:.0f} ms)")
         ax.set_xlabel("queueing delay when the drop occurred (ms)")
         ax.set_ylabel("CDF (fraction of drops of the cause)")
         ax.set_xlim(left=0)

@@ -4,7 +4,8 @@ Files written (DESIGN.md "What a run writes"; every column in docs/outputs.md):
 `summary.json`, `packets.parquet`, `flows.parquet`, `timeseries.parquet`,
 `transfers.parquet` (one row per download or transfer), `datagrams.parquet` (one
 row per UDP datagram received), `flow_trace.parquet` (one row per ACK of the flows
-in `record.flow_trace`), `scenario.json` (the scenario with all defaults, so that a
+in `record.flow_trace`), `histograms.parquet` (the streaming histograms of the
+bottleneck's queueing delay, kept in every run), `scenario.json` (the scenario with all defaults, so that a
 run can be redrawn or repeated years later) and `report.html` with its figures. A run folder is written to a temporary sibling first and moved
 into place, so a killed run leaves no half-written folder.
 """
@@ -61,6 +62,7 @@ _OPTIONAL_TABLES: dict[str, dict[str, Any]] = {
         "snd_nxt": np.uint64, "cwnd": float, "in_flight": np.uint64, "unacked": np.uint64, "rtt_ns": np.int64,
         "srtt_ns": np.int64, "rwnd": np.int64,
     },
+    "histograms": {"hist": np.uint16, "lo_ns": np.uint64, "hi_ns": np.uint64, "count": np.uint64},
 }
 _OPTIONAL_COLUMNS = [
     ("flows", "transfers", np.uint32, 0),
@@ -132,6 +134,21 @@ class RunResult:
                 "sojourn_ms": _ms(p["sojourn_ns"]),
                 "backlog_bytes": pa.array(p["backlog_bytes"]),
                 "aqm_delay_ms": _ms(p["aqm_delay_ns"]),
+            }
+        )
+
+    @cached_property
+    def histograms(self) -> pa.Table:
+        """The streaming histograms' non-empty buckets: one row per bucket
+        `[lo_ms, hi_ms)` of each named histogram (see docs/outputs.md)."""
+        h = self.raw["histograms"]
+        names = [x["name"] for x in self.meta.get("histograms", [])]
+        return pa.table(
+            {
+                "name": _dict_col(h["hist"], names),
+                "lo_ms": pa.array(h["lo_ns"] / 1e6),
+                "hi_ms": pa.array(h["hi_ns"] / 1e6),
+                "count": pa.array(h["count"]),
             }
         )
 
@@ -334,6 +351,7 @@ class RunResult:
             ("transfers", self.transfers),
             ("datagrams", self.datagrams),
             ("flow_trace", self.flow_trace),
+            ("histograms", self.histograms),
         )
         for name, table in tables:
             table = table.replace_schema_metadata({**(table.schema.metadata or {}), **md})
@@ -355,6 +373,7 @@ RUN_FILES = {
     "transfers.parquet",
     "datagrams.parquet",
     "flow_trace.parquet",
+    "histograms.parquet",
     "report.html",
     "figures",
 }

@@ -86,11 +86,14 @@ fn to_python<'py>(py: Python<'py>, o: RunOutput) -> PyResult<Bound<'py, PyDict>>
         "logged_links": o.logged_links,
         "groups": o.groups,
         "conservation": o.conservation,
+        "histograms": o.histograms,
         "version": env!("CARGO_PKG_VERSION"),
     });
     let d = PyDict::new(py);
     d.set_item("meta", meta.to_string())?;
     set_link_columns(py, &d, o.packets, o.link_series)?;
+    let h = o.histogram_buckets;
+    d.set_item("histograms", columns!(py, h, [hist, lo_ns, hi_ns, count]))?;
     let f = o.flow_series;
     d.set_item(
         "flow_series",

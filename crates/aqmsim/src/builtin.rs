@@ -27,6 +27,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("jou-ftp-20-20", include_str!("../../../scenarios/jou-ftp-20-20.toml")),
     ("jou-web-redtail-sliding", include_str!("../../../scenarios/jou-web-redtail-sliding.toml")),
     ("jou-ftp-20-20-fixed", include_str!("../../../scenarios/jou-ftp-20-20-fixed.toml")),
+    ("gbps-1000-flows", include_str!("../../../scenarios/gbps-1000-flows.toml")),
 ];
 
 /// The scenario `aqmlab run` uses when given none (Kuhn & Ros §III, PIE, RTT 500 ms).

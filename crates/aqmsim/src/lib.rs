@@ -13,6 +13,7 @@
 pub mod builtin;
 pub mod dist;
 pub mod event;
+pub mod hist;
 pub mod link;
 pub mod overrides;
 pub mod packet;

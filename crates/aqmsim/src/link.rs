@@ -14,6 +14,14 @@
 //! Packets leave the pipe in the order they entered it (the delay is the same for
 //! all), so only the pipe's head needs an event: the FIFO fast path that keeps the
 //! event heap small.
+//!
+//! A rate link puts a packet into the pipe as soon as its transmission starts, due
+//! at the end of the transmission plus the delay (cut-through): its serialization
+//! time is known then. The link stays busy until `tx_end`; only when packets wait
+//! behind the transmitter is a wake-up scheduled at `tx_end` to start the next one.
+//! A link whose queue is empty (most access links, an idle bottleneck) thus costs
+//! no transmission-done event per packet. The counters still count a packet as sent
+//! at the end of its transmission (see [`Link::sent_until`]).
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -186,16 +194,26 @@ pub struct Link {
     pub log: Option<u8>,
     /// Index in the link time series, if sampled.
     pub sampled: bool,
+    /// Trace links: the packet being carried by opportunities.
     pub in_tx: Option<Packet>,
     pub tx_started: Time,
+    /// Rate links: the end of the current (or last) transmission; the packet is
+    /// already in the pipe. The transmitter is busy while `now < tx_end`.
+    pub tx_end: Time,
+    /// Size of the last transmission started on a rate link (it is in progress
+    /// while `now < tx_end`).
+    tx_last_size: u32,
+    /// A wake-up event is scheduled at `tx_end` to start the next transmission.
+    pub wake_pending: bool,
     tx_rem: u128,
     pub pipe: VecDeque<(Time, Packet)>,
     /// Time of the pending AQM timer event, if one is scheduled.
     pub aqm_timer_at: Option<Time>,
-    /// Total time spent transmitting completed packets.
-    pub busy_ns: u64,
-    pub tx_bytes: u64,
-    pub tx_packets: u64,
+    /// Time spent transmitting, and bytes and packets sent, counting the rate
+    /// link's current transmission whole (see [`Link::sent_until`]).
+    busy_ns: u64,
+    tx_bytes: u64,
+    tx_packets: u64,
     /// Capacity offered so far by a rate link, in bit-nanoseconds / 1e9 (bits ×
     /// 1e9), up to `cap_mark`.
     cap_bitns: u128,
@@ -216,6 +234,9 @@ impl Link {
             sampled: false,
             in_tx: None,
             tx_started: Time::ZERO,
+            tx_end: Time::ZERO,
+            tx_last_size: 0,
+            wake_pending: false,
             tx_rem: 0,
             pipe: VecDeque::new(),
             aqm_timer_at: None,
@@ -291,13 +312,45 @@ impl Link {
         }
     }
 
-    /// Time spent transmitting up to `now`, counting the packet in progress (rate
-    /// links; 0 for trace links, whose utilization counts opportunities).
-    pub fn busy_until(&self, now: Time) -> u64 {
+    /// Is a rate link's transmitter busy at `now`?
+    pub fn is_busy(&self, now: Time) -> bool {
+        now < self.tx_end
+    }
+
+    /// Start transmitting `p` on a rate link at `now`: returns the time its last
+    /// bit leaves (the packet then propagates for `delay`).
+    pub fn begin_tx(&mut self, p: &Packet, now: Time) -> Time {
+        debug_assert!(!self.is_busy(now));
+        let d = self.tx_duration(p.size);
+        self.tx_started = now;
+        self.tx_end = now + d;
+        self.tx_last_size = p.size;
+        self.busy_ns += d.as_nanos();
+        self.tx_bytes += p.size as u64;
+        self.tx_packets += 1;
+        self.tx_end
+    }
+
+    /// A trace link finished carrying a packet at `now`.
+    pub fn count_sent(&mut self, p: &Packet) {
+        self.tx_bytes += p.size as u64;
+        self.tx_packets += 1;
+    }
+
+    /// (time spent transmitting, bytes sent, packets sent) up to `now`, as if the
+    /// counters moved at the end of each transmission and busy time accrued during
+    /// it: the part of a rate link's current transmission after `now` is taken out.
+    /// Busy time is 0 on trace links, whose utilization counts opportunities.
+    pub fn sent_until(&self, now: Time) -> (u64, u64, u64) {
         if self.is_trace() {
-            return 0;
+            return (0, self.tx_bytes, self.tx_packets);
         }
-        self.busy_ns + if self.in_tx.is_some() { now.saturating_since(self.tx_started).as_nanos() } else { 0 }
+        if self.is_busy(now) {
+            let ahead = self.tx_end.saturating_since(now).as_nanos();
+            (self.busy_ns - ahead, self.tx_bytes - self.tx_last_size as u64, self.tx_packets - 1)
+        } else {
+            (self.busy_ns, self.tx_bytes, self.tx_packets)
+        }
     }
 
     /// Packets held by this link: queued, being transmitted, or propagating.

@@ -4,6 +4,8 @@
 
 use serde::Serialize;
 
+use crate::hist::LogHist;
+
 /// Event codes in [`PacketLog::event`].
 pub const EV_ENQUEUE: u8 = 0;
 pub const EV_DEQUEUE: u8 = 1;
@@ -198,6 +200,81 @@ pub struct FlowTable {
     pub receiver_returns: Vec<u32>,
 }
 
+/// Streaming histograms kept in every run, whatever `record.packets` says: the
+/// queueing-delay distributions of the headline figures in fixed memory (see
+/// [`crate::hist`] for the layout and its error bound of 0.39 %).
+#[derive(Debug, Default)]
+pub struct Histograms {
+    /// Sojourn time (ns) of every packet dequeued from the bottleneck at or after
+    /// `metrics.warmup`, as the `dequeue` rows of `packets.parquet`.
+    pub bottleneck_sojourn: LogHist,
+    /// The same per flow group.
+    pub bottleneck_sojourn_by_group: Vec<LogHist>,
+    /// The reverse bottleneck's (ACKs) from `metrics.warmup` on.
+    pub bottleneck_rev_sojourn: LogHist,
+    /// The queueing delay when a bottleneck drop happened, by cause (index with
+    /// [`aqm::Cause::index`]): the backlog after the drop over the link rate, ns
+    /// (Kuhn & Ros Fig. 4); every drop of the run.
+    pub drop_delay: [LogHist; 3],
+}
+
+/// One histogram's identity and exact moments, for `meta["histograms"]`.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistInfo {
+    /// "bottleneck.sojourn", "bottleneck.sojourn.<group>", "bottleneck_rev.sojourn",
+    /// "bottleneck.drop_delay.<cause>".
+    pub name: String,
+    pub count: u64,
+    /// Sum of the values (ns), as a float (exact below 2^53 ns).
+    pub sum_ns: f64,
+    pub min_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+}
+
+/// The non-empty buckets of all histograms, one row each (`histograms.parquet`).
+#[derive(Debug, Default)]
+pub struct HistTable {
+    /// Index into [`RunOutput::histograms`].
+    pub hist: Vec<u16>,
+    /// The bucket's values `[lo_ns, hi_ns)`.
+    pub lo_ns: Vec<u64>,
+    pub hi_ns: Vec<u64>,
+    pub count: Vec<u64>,
+}
+
+impl Histograms {
+    /// Flatten into named moments and bucket rows.
+    pub fn table(&self, group_names: &[String]) -> (Vec<HistInfo>, HistTable) {
+        let mut named: Vec<(String, &LogHist)> = vec![("bottleneck.sojourn".into(), &self.bottleneck_sojourn)];
+        for (g, h) in group_names.iter().zip(&self.bottleneck_sojourn_by_group) {
+            named.push((format!("bottleneck.sojourn.{g}"), h));
+        }
+        named.push(("bottleneck_rev.sojourn".into(), &self.bottleneck_rev_sojourn));
+        for c in aqm::Cause::ALL {
+            named.push((format!("bottleneck.drop_delay.{}", c.name()), &self.drop_delay[c.index()]));
+        }
+        let mut info = Vec::new();
+        let mut t = HistTable::default();
+        for (i, (name, h)) in named.into_iter().enumerate() {
+            info.push(HistInfo {
+                name,
+                count: h.count,
+                sum_ns: h.sum as f64,
+                min_ns: (h.count > 0).then_some(h.min),
+                max_ns: (h.count > 0).then_some(h.max),
+            });
+            for (b, c) in h.nonzero() {
+                let (lo, hi) = crate::hist::bounds(b);
+                t.hist.push(i as u16);
+                t.lo_ns.push(lo);
+                t.hi_ns.push(hi);
+                t.count.push(c);
+            }
+        }
+        (info, t)
+    }
+}
+
 /// Static description and final counters of a link.
 #[derive(Debug, Clone, Serialize)]
 pub struct LinkInfo {
@@ -263,4 +340,7 @@ pub struct RunOutput {
     pub flow_trace: FlowTrace,
     pub transfers: TransferLog,
     pub datagrams: DatagramLog,
+    /// The streaming histograms' names and moments, and their buckets.
+    pub histograms: Vec<HistInfo>,
+    pub histogram_buckets: HistTable,
 }

@@ -58,7 +58,8 @@ impl From<ScenarioError> for SimError {
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
-    TxDone(u16),
+    /// A rate link's transmitter is free and packets wait in its queue.
+    TxFree(u16),
     /// A trace link's delivery opportunity.
     Opportunity(u16),
     /// A scheduled rate change of a link.
@@ -76,6 +77,52 @@ enum Ev {
     /// The head of a flow's own delay line is due.
     Line(u32),
     Sample,
+}
+
+impl crate::event::Packed for Ev {
+    /// A 4-bit tag and a 28-bit link or flow index (`Sim::new` checks the flow count).
+    #[inline]
+    fn pack(self) -> u32 {
+        let (tag, x) = match self {
+            Ev::TxFree(l) => (0, l as u32),
+            Ev::Opportunity(l) => (1, l as u32),
+            Ev::RateStep(l) => (2, l as u32),
+            Ev::Arrive(l) => (3, l as u32),
+            Ev::AqmTimer(l) => (4, l as u32),
+            Ev::FlowStart(f) => (5, f),
+            Ev::FlowTimer(f) => (6, f),
+            Ev::CbrSend(f) => (7, f),
+            Ev::Request(f) => (8, f),
+            Ev::AppStop(f) => (9, f),
+            Ev::Line(f) => (10, f),
+            Ev::Sample => (11, 0),
+        };
+        debug_assert!(x < 1 << 28);
+        tag << 28 | x
+    }
+    #[inline]
+    fn unpack(v: u32) -> Self {
+        let x = v & ((1 << 28) - 1);
+        match v >> 28 {
+            0 => Ev::TxFree(x as u16),
+            1 => Ev::Opportunity(x as u16),
+            2 => Ev::RateStep(x as u16),
+            3 => Ev::Arrive(x as u16),
+            4 => Ev::AqmTimer(x as u16),
+            5 => Ev::FlowStart(x),
+            6 => Ev::FlowTimer(x),
+            7 => Ev::CbrSend(x),
+            8 => Ev::Request(x),
+            9 => Ev::AppStop(x),
+            10 => Ev::Line(x),
+            _ => Ev::Sample,
+        }
+    }
+    /// One pending per flow, most far ahead or superseded (lazy timers).
+    #[inline]
+    fn is_timer(self) -> bool {
+        matches!(self, Ev::FlowTimer(_) | Ev::FlowStart(_) | Ev::AppStop(_) | Ev::Request(_))
+    }
 }
 
 /// What a TCP flow's application does.
@@ -188,6 +235,9 @@ pub struct Sim {
     rec_trace: FlowTrace,
     rec_transfers: TransferLog,
     rec_datagrams: DatagramLog,
+    hists: Histograms,
+    /// Dequeues from this time on go into the sojourn histograms (`metrics.warmup`).
+    hist_from: Time,
     logged_links: Vec<String>,
     scenario: Scenario,
 }
@@ -329,6 +379,8 @@ impl Sim {
             rec_trace: FlowTrace::default(),
             rec_transfers: TransferLog::default(),
             rec_datagrams: DatagramLog::default(),
+            hists: Histograms { bottleneck_sojourn_by_group: vec![Default::default(); sc.flows.len()], ..Default::default() },
+            hist_from: Time::ZERO + sc.metrics.warmup,
             logged_links,
             scenario: sc.clone(),
         };
@@ -352,7 +404,7 @@ impl Sim {
 
     fn dispatch(&mut self, ev: Ev) {
         match ev {
-            Ev::TxDone(l) => self.on_tx_done(l as usize),
+            Ev::TxFree(l) => self.on_tx_free(l as usize),
             Ev::Opportunity(l) => self.on_opportunity(l as usize),
             Ev::RateStep(l) => self.on_rate_step(l as usize),
             Ev::Arrive(l) => self.on_arrive(l as usize),
@@ -465,8 +517,17 @@ impl Sim {
                 let at = trace.next_after(now);
                 self.events.push(at, Ev::Opportunity(li as u16));
             }
-        } else if self.links[li].in_tx.is_none() {
-            self.start_tx(li);
+        } else {
+            let l = &mut self.links[li];
+            if !l.wake_pending {
+                if l.is_busy(now) {
+                    // one wake-up when the transmitter frees, for all that queue meanwhile
+                    l.wake_pending = true;
+                    self.events.push(l.tx_end, Ev::TxFree(li as u16));
+                } else {
+                    self.start_tx(li);
+                }
+            }
         }
         self.sync_aqm_timer(li);
     }
@@ -479,8 +540,13 @@ impl Sim {
         let l = &self.links[li];
         let backlog = l.qdisc.backlog().bytes;
         let d_est = probe_delay(&l.qdisc);
+        // the queueing delay at the drop: backlog over rate (Kuhn & Ros Fig. 4)
+        let drop_delay = (li == BOTTLENECK).then(|| (backlog as u128 * 8_000_000_000 / l.rate.bps().max(1) as u128) as u64);
         for d in self.drops.drain(..) {
             self.cons.dropped += 1;
+            if let Some(x) = drop_delay {
+                self.hists.drop_delay[d.cause.index()].record(x);
+            }
             let f = &mut self.flows[d.pkt.flow as usize];
             if d.pkt.kind.is_forward() {
                 f.drops += 1;
@@ -503,6 +569,15 @@ impl Sim {
         let dep = l.qdisc.dequeue(&mut ctx, &mut self.drops);
         let out = dep.map(|dep| {
             let p = dep.pkt;
+            if li <= BOTTLENECK_REV && now >= self.hist_from {
+                let soj = dep.sojourn.as_nanos();
+                if li == BOTTLENECK {
+                    self.hists.bottleneck_sojourn.record(soj);
+                    self.hists.bottleneck_sojourn_by_group[self.flows[p.flow as usize].group as usize].record(soj);
+                } else {
+                    self.hists.bottleneck_rev_sojourn.record(soj);
+                }
+            }
             if let Some(log) = l.log {
                 let backlog = l.qdisc.backlog().bytes;
                 self.rec_packets.push(now.as_nanos(), log, p.flow, p.uid, p.kind as u8, p.size, EV_DEQUEUE, 0, dep.sojourn.as_nanos() as i64, backlog, -1);
@@ -519,37 +594,38 @@ impl Sim {
         out
     }
 
+    /// Start the next transmission of an idle rate link. The packet goes into the
+    /// pipe at once, due when its last bit has left plus the propagation delay
+    /// (cut-through); a wake-up is scheduled at the end of the transmission only if
+    /// packets wait behind it.
     fn start_tx(&mut self, li: usize) {
-        debug_assert!(self.links[li].in_tx.is_none());
         if let Some(p) = self.dequeue_one(li) {
             let now = self.now;
             let l = &mut self.links[li];
-            let d = l.tx_duration(p.size);
-            l.in_tx = Some(p);
-            l.tx_started = now;
-            self.events.push(now + d, Ev::TxDone(li as u16));
+            let end = l.begin_tx(&p, now);
+            let at = end + l.delay;
+            if l.qdisc.backlog().packets > 0 {
+                l.wake_pending = true;
+                self.events.push(end, Ev::TxFree(li as u16));
+            }
+            self.pipe_push(li, at, p);
         }
     }
 
-    /// A packet has left the transmitter: it propagates to the next hop.
-    fn to_pipe(&mut self, li: usize, p: Packet) {
-        let now = self.now;
+    /// A packet enters a link's propagation pipe, due at the next hop at `at`.
+    fn pipe_push(&mut self, li: usize, at: Time, p: Packet) {
         let l = &mut self.links[li];
-        l.tx_bytes += p.size as u64;
-        l.tx_packets += 1;
-        let at = now + l.delay;
+        debug_assert!(l.pipe.back().is_none_or(|b| b.0 <= at), "the pipe stays in time order");
         l.pipe.push_back((at, p));
         if l.pipe.len() == 1 {
             self.events.push(at, Ev::Arrive(li as u16));
         }
     }
 
-    fn on_tx_done(&mut self, li: usize) {
-        let now = self.now;
+    fn on_tx_free(&mut self, li: usize) {
         let l = &mut self.links[li];
-        let p = l.in_tx.take().expect("a packet in transmission");
-        l.busy_ns += now.saturating_since(l.tx_started).as_nanos();
-        self.to_pipe(li, p);
+        l.wake_pending = false;
+        debug_assert!(!l.is_busy(self.now));
         self.start_tx(li);
         self.sync_aqm_timer(li);
     }
@@ -582,7 +658,9 @@ impl Sim {
                 used = true;
                 if *left == 0 {
                     let p = l.in_tx.take().expect("a packet in transit");
-                    self.to_pipe(li, p);
+                    l.count_sent(&p);
+                    let at = now + l.delay;
+                    self.pipe_push(li, at, p);
                 }
             }
             if used {
@@ -885,7 +963,7 @@ impl Sim {
                 continue;
             }
             let m = &mut self.marks[li];
-            let busy = l.busy_until(now);
+            let (busy, tx_bytes, tx_packets) = l.sent_until(now);
             let st = &l.qdisc.stats;
             let r = &mut self.rec_links;
             let cap_bits = l.capacity_bits(now);
@@ -896,8 +974,8 @@ impl Sim {
             r.busy_ns.push(busy - m.busy);
             r.opportunities.push(opp - m.opp);
             r.opportunities_used.push(opp_used - m.opp_used);
-            r.tx_bytes.push(l.tx_bytes - m.tx_bytes);
-            r.tx_packets.push(l.tx_packets - m.tx_packets);
+            r.tx_bytes.push(tx_bytes - m.tx_bytes);
+            r.tx_packets.push(tx_packets - m.tx_packets);
             r.arrivals.push(st.arrivals - m.arrivals);
             r.drops_overflow.push(st.drops[0] - m.drops[0]);
             r.drops_random.push(st.drops[1] - m.drops[1]);
@@ -911,8 +989,8 @@ impl Sim {
             r.aqm_delay_ns.push(probe.delay_estimate.map_or(-1, |d| d.as_nanos() as i64));
             *m = LinkMark {
                 busy,
-                tx_bytes: l.tx_bytes,
-                tx_packets: l.tx_packets,
+                tx_bytes,
+                tx_packets,
                 arrivals: st.arrivals,
                 drops: st.drops,
                 marks: st.marked(),
@@ -1096,6 +1174,8 @@ impl Sim {
             ft.receiver_returns.push(pal.map_or(0, |p| p.returns));
         }
         self.cons.in_flight = self.in_flight();
+        let group_names: Vec<String> = sc.flows.iter().map(|g| g.common.name.clone()).collect();
+        let (histograms, histogram_buckets) = self.hists.table(&group_names);
         RunOutput {
             scenario_json: sc.to_json(),
             seed: sc.seed,
@@ -1113,6 +1193,8 @@ impl Sim {
             flow_trace: std::mem::take(&mut self.rec_trace),
             transfers: std::mem::take(&mut self.rec_transfers),
             datagrams: std::mem::take(&mut self.rec_datagrams),
+            histograms,
+            histogram_buckets,
         }
     }
 }

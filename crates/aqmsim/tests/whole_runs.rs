@@ -87,3 +87,81 @@ fn flows_start_uniformly_in_the_given_interval() {
     let mean = s.iter().sum::<f64>() / s.len() as f64;
     assert!((mean - 0.5).abs() < 0.06, "{mean}");
 }
+
+/// The streaming histograms against the per-packet rows of the same run: the same
+/// counts, every rank within the bucket error (1/256 of the value), the exact
+/// extremes; and the same histograms with packet records off.
+#[test]
+fn histograms_agree_with_the_packet_rows() {
+    let sc = Scenario::from_toml(
+        builtin::get("madpie-mix").unwrap(),
+        &["duration=\"30s\"".into(), "metrics.warmup=\"5s\"".into(), "record.links=[\"bottleneck\", \"bottleneck_rev\"]".into()],
+    )
+    .unwrap();
+    let out = run(&sc);
+    let p = &out.packets;
+    let name = |i: usize| out.histograms[i].name.as_str();
+    let find = |n: &str| out.histograms.iter().position(|h| h.name == n).unwrap_or_else(|| panic!("no histogram {n}"));
+    let rows = |hi: usize| -> Vec<(u64, u64, u64)> {
+        let b = &out.histogram_buckets;
+        (0..b.hist.len()).filter(|&i| b.hist[i] as usize == hi).map(|i| (b.lo_ns[i], b.hi_ns[i], b.count[i])).collect()
+    };
+    // the value of rank r from the bucket rows: the midpoint of its bucket
+    let at_rank = |hi: usize, r: u64| -> u64 {
+        let mut seen = 0;
+        for (lo, up, c) in rows(hi) {
+            seen += c;
+            if r < seen {
+                return lo + (up - lo) / 2;
+            }
+        }
+        panic!("rank {r} beyond {}", name(hi));
+    };
+    let check = |hi: usize, mut exact: Vec<u64>| {
+        exact.sort();
+        let h = &out.histograms[hi];
+        assert_eq!(h.count, exact.len() as u64, "{}", h.name);
+        assert!(!exact.is_empty(), "{}", h.name);
+        assert_eq!(h.min_ns, Some(exact[0]));
+        assert_eq!(h.max_ns, exact.last().copied());
+        assert_eq!(h.sum_ns, exact.iter().sum::<u64>() as f64);
+        for (r, &v) in exact.iter().enumerate() {
+            let got = at_rank(hi, r as u64);
+            assert!((got as f64 - v as f64).abs() <= v as f64 / 256.0, "{} rank {r}: {got} vs {v}", h.name);
+        }
+    };
+    let warm = 5_000_000_000;
+    let soj = |link: u8, flows: Option<&[u32]>| -> Vec<u64> {
+        (0..p.len())
+            .filter(|&i| p.link[i] == link && p.event[i] == 1 && p.time_ns[i] >= warm && flows.is_none_or(|f| f.contains(&p.flow[i])))
+            .map(|i| p.sojourn_ns[i] as u64)
+            .collect()
+    };
+    check(find("bottleneck.sojourn"), soj(0, None));
+    check(find("bottleneck_rev.sojourn"), soj(1, None));
+    for (gi, g) in sc.flows.iter().enumerate() {
+        let ids: Vec<u32> = (0..out.flows.flow.len()).filter(|&i| out.flows.group[i] as usize == gi).map(|i| out.flows.flow[i]).collect();
+        check(find(&format!("bottleneck.sojourn.{}", g.common.name)), soj(0, Some(&ids)));
+    }
+    // drops: all of the run, the backlog after the drop over the rate
+    let rate = out.links[0].rate_bps as u128;
+    for (c, cause) in ["overflow", "random", "deterministic"].iter().enumerate() {
+        let d: Vec<u64> = (0..p.len())
+            .filter(|&i| p.link[i] == 0 && p.event[i] == 2 && p.cause[i] as usize == c + 1)
+            .map(|i| (p.backlog_bytes[i] as u128 * 8_000_000_000 / rate) as u64)
+            .collect();
+        let hi = find(&format!("bottleneck.drop_delay.{cause}"));
+        if d.is_empty() {
+            assert_eq!(out.histograms[hi].count, 0);
+        } else {
+            check(hi, d);
+        }
+    }
+    // packet records do not change the simulation, so neither the histograms
+    let mut off = sc.clone();
+    off.record.packets = false;
+    let o2 = run(&off);
+    assert!(o2.packets.is_empty());
+    assert_eq!(o2.histogram_buckets.count, out.histogram_buckets.count);
+    assert_eq!(o2.histogram_buckets.lo_ns, out.histogram_buckets.lo_ns);
+}
