@@ -286,9 +286,11 @@ def validate(names: Sequence[str] = (), *, seeds: int = 5, out: Optional[Path] =
 
     cases = cases_by_name(names)
     out = Path(out or "validation-ns3")
-    (out / "runs").mkdir(parents=True, exist_ok=True)
     build()
-    scs = {c.name: resolved(c, extra, quick, align) for c in cases}
+    scs = {c.name: resolved(c, extra, quick, align) for c in cases}  # bad input fails here, before anything is written
+    for c in cases:
+        translate(scs[c.name], 1, "OUT")
+    (out / "runs").mkdir(parents=True, exist_ok=True)
     v = Validation(cases, seeds=seeds)
     for c in cases:
         v.differences[c.name] = translate(scs[c.name], 1, "/dev/null").differences
