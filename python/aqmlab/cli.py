@@ -335,8 +335,8 @@ def cmd_validate(a: argparse.Namespace) -> int:
 
         cases = val.cases_by_name(a.cases)
         v = val.validate([c.name for c in cases], seeds=a.seeds, out=a.out, quick=a.quick, jobs=a.jobs, align=not a.no_align, extra=a.set, console=con)
-    except (ns3.Ns3Unavailable, ns3.NotTranslatable, ValueError, _core.ScenarioError) as e:
-        return _err(str(e))
+    except (ns3.Ns3Unavailable, ns3.NotTranslatable, ValueError, RuntimeError, _core.ScenarioError) as e:
+        return _err(f"{e} (finished runs are kept; the validation resumes when started again)" if isinstance(e, RuntimeError) else str(e))
     except KeyboardInterrupt:
         print("aqmlab: interrupted; finished runs are kept and the validation resumes where it stopped when started again", file=sys.stderr)
         return 130
