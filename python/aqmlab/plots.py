@@ -97,17 +97,22 @@ def queue_delay_cdf(r: "RunResult", out: Path) -> list[str]:
                 x, y = ecdf(dq["d"][groups == gi])
                 if len(x):
                     ax.plot(x, y, lw=1.0, label=name)
-        for p in (50, 90):
-            v = np.percentile(dq["d"], p) if len(dq["d"]) else np.nan
-            ax.axhline(p / 100, color="grey", lw=0.6, ls=":")
-            ax.annotate(f"p{p} = {v:.1f} ms", (v, p / 100), xytext=(5, -12), textcoords="offset points", fontsize=8)
-        ax.set_xlabel("queueing delay at the bottleneck (ms)")
-        ax.set_ylabel("CDF (fraction of packets)")
-        ax.set_ylim(0, 1.01)
-        ax.set_xlim(left=0)
-        ax.legend(loc="lower right")
-        ax.set_title(_title(r, "Queueing delay"))
-        return _save(fig, out, "queue_delay_cdf")
+        marks = [(p, np.percentile(dq["d"], p) if len(dq["d"]) else np.nan) for p in (50, 90)]
+        return _finish_delay_cdf(fig, ax, r, out, marks, "queueing delay at the bottleneck (ms)")
+
+
+def _finish_delay_cdf(fig, ax, r: "RunResult", out: Path, marks, xlabel: str) -> list[str]:
+    """The queueing-delay CDF's percentile marks, axes, legend and file."""
+    for p, v in marks:
+        ax.axhline(p / 100, color="grey", lw=0.6, ls=":")
+        ax.annotate(f"p{p} = {v:.1f} ms", (v, p / 100), xytext=(5, -12), textcoords="offset points", fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("CDF (fraction of packets)")
+    ax.set_ylim(0, 1.01)
+    ax.set_xlim(left=0)
+    ax.legend(loc="lower right")
+    ax.set_title(_title(r, "Queueing delay"))
+    return _save(fig, out, "queue_delay_cdf")
 
 
 def _queue_delay_cdf_from_histograms(r: "RunResult", out: Path) -> list[str]:
@@ -125,16 +130,7 @@ def _queue_delay_cdf_from_histograms(r: "RunResult", out: Path) -> list[str]:
                 c = hist_cdf(r, f"bottleneck.sojourn.{name}")
                 if c is not None:
                     ax.step(c[0], c[1], where="post", lw=1.0, label=name)
-        for p, v in ((50, p50), (90, p90)):
-            ax.axhline(p / 100, color="grey", lw=0.6, ls=":")
-            ax.annotate(f"p{p} = {v:.1f} ms", (v, p / 100), xytext=(5, -12), textcoords="offset points", fontsize=8)
-        ax.set_xlabel("queueing delay at the bottleneck (ms, from the streaming histogram)")
-        ax.set_ylabel("CDF (fraction of packets)")
-        ax.set_ylim(0, 1.01)
-        ax.set_xlim(left=0)
-        ax.legend(loc="lower right")
-        ax.set_title(_title(r, "Queueing delay"))
-        return _save(fig, out, "queue_delay_cdf")
+        return _finish_delay_cdf(fig, ax, r, out, [(50, p50), (90, p90)], "queueing delay at the bottleneck (ms, from the streaming histogram)")
 
 
 def queue_delay_time(r: "RunResult", out: Path) -> list[str]:
