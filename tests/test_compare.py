@@ -57,6 +57,20 @@ def test_pooled_delays_are_the_runs_dequeues(runs):
     assert np.percentile(one.sojourn_ms, 95) == pytest.approx(json.loads((runs / "pie-1" / "summary.json").read_text())["bottleneck"]["queue_delay_ms"]["p95"])
 
 
+def test_a_summaries_only_run_joins_the_queueing_delay_cdf_from_its_histogram(runs, tmp_path):
+    # the same run as pie-1 without packet rows: its pooled delays follow the histogram
+    aqmlab.run("madpie-proof", seed=1, overrides={"duration": "8s", "bottleneck.delay": "48ms", "record.packets": False}).write(tmp_path / "pie-1-summ", report=False)
+    assert not (tmp_path / "pie-1-summ" / "packets.parquet").exists() or pq.read_table(tmp_path / "pie-1-summ" / "packets.parquet").num_rows == 0
+    exact = comparison.group(comparison.find_runs([runs / "pie-1"]))[0].queue_delays
+    approx = comparison.group(comparison.find_runs([tmp_path / "pie-1-summ"]))[0].queue_delays
+    assert len(approx) == len(exact)  # one value per packet (below the thinning limit)
+    for p in (25, 50, 75, 90, 99):
+        # a bucket is at most 1/128 of its lower end wide (docs/outputs.md); 1 % covers it
+        assert np.percentile(approx, p) == pytest.approx(np.percentile(exact, p), rel=0.01, abs=0.01), p
+    res = aqmlab.compare([tmp_path / "pie-1-summ"], tmp_path / "cmp")
+    assert "queue_delay_cdf" in {n for n, _, _ in res.figures}
+
+
 def _as_traffic_mix(src: Path, dst: Path) -> None:
     """A run folder made to look like one with CBR and file-download classes (the
     traffic kinds of another branch): half the flows become CBR, plus a transfers table."""
