@@ -139,19 +139,9 @@ impl<E> Default for SplitQueue<E> {
 }
 
 impl<E: Packed> SplitQueue<E> {
-    pub fn len(&self) -> usize {
+    queue_common!();
+    fn len_(&self) -> usize {
         self.main.len() + self.timers.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    pub fn push(&mut self, time: Time, ev: E) {
-        if self.seq == u32::MAX {
-            self.renumber();
-        }
-        let k = entry(time, self.seq, ev);
-        self.seq += 1;
-        self.insert(k);
     }
     fn insert(&mut self, k: u128) {
         if E::unpack(k as u32).is_timer() {
@@ -168,16 +158,6 @@ impl<E: Packed> SplitQueue<E> {
             (None, _) => &mut self.timers,
         };
         heap.pop().map(|r| r.0)
-    }
-    pub fn pop(&mut self) -> Option<(Time, E)> {
-        self.remove_min().map(split)
-    }
-    fn renumber(&mut self) {
-        let mut all: Vec<u128> = std::iter::from_fn(|| self.remove_min()).collect();
-        self.seq = renumber(&mut all);
-        for k in all {
-            self.insert(k);
-        }
     }
     pub fn peek_time(&mut self) -> Option<Time> {
         let a = self.main.peek().map(|r| r.0);
