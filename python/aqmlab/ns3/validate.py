@@ -187,12 +187,11 @@ def _run_one(sim: str, sc: dict[str, Any], seed: int, dest: str) -> dict[str, An
 
 
 def _get(summary: dict[str, Any], key: str) -> Optional[float]:
-    v: Any = summary
-    for p in key.split("."):
-        if not isinstance(v, dict) or p not in v:
-            return None
-        v = v[p]
-    return float(v) if isinstance(v, (int, float)) and v is not None else None
+    """A number of a summary by dotted path (comparison's lookup), or None."""
+    from ..comparison import _get as lookup
+
+    v = lookup(summary, key)
+    return float(v) if isinstance(v, (int, float)) else None
 
 
 @dataclass
