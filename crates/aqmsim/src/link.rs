@@ -22,12 +22,26 @@
 //! A link whose queue is empty (most access links, an idle bottleneck) thus costs
 //! no transmission-done event per packet. The counters still count a packet as sent
 //! at the end of its transmission (see [`Link::sent_until`]).
+//!
+//! A DropTail rate link without a rate schedule and without packet records is run
+//! *eagerly* ([`Eager`]): a FIFO that refuses only on overflow has no decision to
+//! take later than the arrival, so the arrival books the packet's whole passage at
+//! once — refused, or transmission start `max(arrival, end of the previous
+//! transmission)`, end, and the time it reaches the next hop — with no queue object
+//! and no wake-up events. If such a link's only input is one other link's pipe, the
+//! simulator books a packet through it as soon as the packet enters that pipe (its
+//! arrival time is then known and no earlier arrival can still come): one pipe
+//! arrival event instead of two. The link's counters and backlog are *settled*
+//! lazily: each booking is kept until its time has come, so that the per-interval
+//! samples and the end of the run see exactly what happened up to their time.
+//! At equal times a transmission start precedes an arrival (the departing packet no
+//! longer counts toward the buffer), and a sample precedes both.
 
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 
-use aqm::{Duration, Limit, Qdisc, Rate, Time};
+use aqm::{Backlog, Duration, Limit, Qdisc, Rate, Time};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
@@ -181,6 +195,47 @@ pub enum Shaper {
     },
 }
 
+/// One booked passage through an eager link.
+#[derive(Clone, Copy, Debug)]
+struct Booked {
+    arrive: Time,
+    /// Transmission start (for a refused packet: when it would have started, which
+    /// keeps `start` non-decreasing along the book).
+    start: Time,
+    end: Time,
+    size: u32,
+    refused: bool,
+    /// Admitted packets and bytes booked before this one.
+    before: (u64, u64),
+}
+
+/// The state of an eagerly run DropTail link (see the module doc).
+#[derive(Debug, Default)]
+pub struct Eager {
+    /// Bookings not yet settled, in arrival order.
+    book: VecDeque<Booked>,
+    /// Entries at the front of `book` whose arrival the counters already hold.
+    arrived: usize,
+    /// Entries at the front of `book` that had started by the last booked arrival
+    /// (the rest wait behind the transmitter then): the next booking's backlog
+    /// starts here.
+    started: usize,
+    /// The end of the last booked transmission.
+    horizon: Time,
+    /// Admitted packets and bytes booked since the start.
+    total: (u64, u64),
+    /// Arrived (settled) and not yet started: the queue at the last settlement.
+    queued: Backlog,
+    last_arrive: Time,
+}
+
+impl Eager {
+    /// Bookings not yet settled.
+    pub fn booked(&self) -> usize {
+        self.book.len()
+    }
+}
+
 pub struct Link {
     pub name: String,
     /// The current rate (for a trace link: the trace's mean rate).
@@ -205,7 +260,7 @@ pub struct Link {
     tx_last_size: u32,
     /// A wake-up event is scheduled at `tx_end` to start the next transmission.
     pub wake_pending: bool,
-    tx_rem: u128,
+    tx_rem: u64,
     pub pipe: VecDeque<(Time, Packet)>,
     /// Time of the pending AQM timer event, if one is scheduled.
     pub aqm_timer_at: Option<Time>,
@@ -218,6 +273,11 @@ pub struct Link {
     /// 1e9), up to `cap_mark`.
     cap_bitns: u128,
     cap_mark: Time,
+    /// Set for an eagerly run DropTail link ([`Link::make_eager`]).
+    pub eager: Option<Box<Eager>>,
+    /// An eager link fed only by this link's pipe: packets are booked through it
+    /// when they enter that pipe.
+    pub chain_from: Option<u16>,
 }
 
 impl Link {
@@ -245,6 +305,108 @@ impl Link {
             tx_packets: 0,
             cap_bitns: 0,
             cap_mark: Time::ZERO,
+            eager: None,
+            chain_from: None,
+        }
+    }
+
+    /// Can this link be run eagerly: a DropTail rate link with no rate schedule?
+    pub fn can_be_eager(&self) -> bool {
+        self.qdisc.aqm.kind() == "droptail" && matches!(&self.shaper, Shaper::Rate { steps, .. } if steps.is_empty())
+    }
+
+    pub fn make_eager(&mut self) {
+        debug_assert!(self.can_be_eager());
+        self.eager = Some(Box::default());
+    }
+
+    /// Book a packet of `size` bytes arriving at `at` (no earlier than any booked
+    /// arrival) on an eager link. DropTail's rule on the backlog at `at` (the
+    /// admitted packets whose transmission has not started by then): `Ok((start,
+    /// end))` of its transmission, or `Err(backlog bytes)` if refused.
+    pub fn book(&mut self, at: Time, size: u32) -> Result<(Time, Time), u64> {
+        let e = self.eager.as_deref_mut().expect("an eager link");
+        debug_assert!(at >= e.last_arrive, "arrivals at an eager link are booked in time order");
+        e.last_arrive = at;
+        // arrivals come in time order, so the first entry still waiting moves forward
+        let mut i = e.started;
+        while e.book.get(i).is_some_and(|b| b.start <= at) {
+            i += 1;
+        }
+        e.started = i;
+        let backlog = e.book.get(i).map_or(Backlog::default(), |b| Backlog { packets: e.total.0 - b.before.0, bytes: e.total.1 - b.before.1 });
+        let (start, before) = (at.max(e.horizon), e.total);
+        let refused = self.limit.overflows(backlog, size);
+        let end = if refused { start } else { start + self.tx_duration(size) };
+        let e = self.eager.as_deref_mut().expect("an eager link");
+        e.book.push_back(Booked { arrive: at, start, end, size, refused, before });
+        if refused {
+            return Err(backlog.bytes);
+        }
+        e.horizon = end;
+        e.total.0 += 1;
+        e.total.1 += size as u64;
+        Ok((start, end))
+    }
+
+    /// Bring an eager link's counters, backlog and transmitter up to `t` inclusive:
+    /// arrivals (admitted or refused) at or before `t` are counted, and
+    /// transmissions that started at or before `t` leave the queue.
+    pub fn settle(&mut self, t: Time) {
+        let Some(e) = self.eager.as_deref_mut() else { return };
+        let st = &mut self.qdisc.stats;
+        while let Some(b) = e.book.get(e.arrived).filter(|b| b.arrive <= t) {
+            st.arrivals += 1;
+            if b.refused {
+                st.drops[aqm::Cause::Overflow.index()] += 1;
+            } else {
+                st.enqueued += 1;
+                st.bytes_enqueued += b.size as u64;
+                e.queued.packets += 1;
+                e.queued.bytes += b.size as u64;
+            }
+            e.arrived += 1;
+        }
+        while e.arrived > 0 {
+            let b = e.book[0];
+            if !b.refused {
+                if b.start > t {
+                    break;
+                }
+                st.dequeued += 1;
+                st.bytes_dequeued += b.size as u64;
+                e.queued.packets -= 1;
+                e.queued.bytes -= b.size as u64;
+                self.tx_started = b.start;
+                self.tx_end = b.end;
+                self.tx_last_size = b.size;
+                self.busy_ns += (b.end - b.start).as_nanos();
+                self.tx_bytes += b.size as u64;
+                self.tx_packets += 1;
+            }
+            e.book.pop_front();
+            e.arrived -= 1;
+            e.started = e.started.saturating_sub(1);
+        }
+    }
+
+    /// What the queue holds (for an eager link: as of its last settlement).
+    pub fn backlog(&self) -> Backlog {
+        match &self.eager {
+            Some(e) => e.queued,
+            None => self.qdisc.backlog(),
+        }
+    }
+
+    /// Packet conservation inside the queue (see [`Qdisc::conserved`]); an eager
+    /// link's queue is its settled backlog.
+    pub fn conserved(&self) -> bool {
+        match &self.eager {
+            None => self.qdisc.conserved(),
+            Some(e) => {
+                let s = &self.qdisc.stats;
+                s.arrivals == s.enqueued + s.dropped() && s.enqueued == s.dequeued + e.queued.packets
+            }
         }
     }
 
@@ -266,10 +428,17 @@ impl Link {
     /// Serialization time of `bytes`, exact over many packets: the fraction of a
     /// nanosecond left over is carried to the next packet.
     pub fn tx_duration(&mut self, bytes: u32) -> Duration {
-        let num = bytes as u128 * 8 * 1_000_000_000 + self.tx_rem;
-        let r = self.rate.bps() as u128;
-        self.tx_rem = num % r;
-        Duration::from_nanos((num / r) as u64)
+        let r = self.rate.bps();
+        // in 64 bits when it fits (always, for packets and rates below ~2 Tbps)
+        let (q, rem) = match (bytes as u64).checked_mul(8_000_000_000).and_then(|b| b.checked_add(self.tx_rem)) {
+            Some(num) => (num / r, num % r),
+            None => {
+                let num = bytes as u128 * 8_000_000_000 + self.tx_rem as u128;
+                ((num / r as u128) as u64, (num % r as u128) as u64)
+            }
+        };
+        self.tx_rem = rem;
+        Duration::from_nanos(q)
     }
 
     /// The time of the next scheduled rate change, if any.
@@ -376,6 +545,46 @@ mod tests {
         let total: u64 = (0..3).map(|_| l.tx_duration(1000).as_nanos()).sum();
         assert_eq!(total, 8_000_000);
         assert_eq!(l.tx_duration(1500), Duration::from_millis(4));
+    }
+
+    #[test]
+    fn an_eager_link_books_droptail_passages_and_settles_them_in_time() {
+        // 10 Mbps: 1500 B take 1.2 ms. Buffer of 2 packets (the one being sent is
+        // not in the buffer). Four packets at t = 0: the first is sent at once, two
+        // wait (starts 1.2 and 2.4 ms), the fourth finds 2 waiting and is refused.
+        let ms = |x: f64| Time::from_nanos((x * 1e6) as u64);
+        let mut l = link(Rate::from_mbps(10));
+        l.limit = Limit::packets(2);
+        l.make_eager();
+        assert_eq!(l.book(ms(0.0), 1500), Ok((ms(0.0), ms(1.2))));
+        assert_eq!(l.book(ms(0.0), 1500), Ok((ms(1.2), ms(2.4))));
+        assert_eq!(l.book(ms(0.0), 1500), Ok((ms(2.4), ms(3.6))));
+        assert_eq!(l.book(ms(0.0), 1500), Err(3000));
+        // at 1.2 ms the second packet starts (a start precedes an arrival at the
+        // same time): one waits, so this one is admitted, to start at 3.6 ms
+        assert_eq!(l.book(ms(1.2), 1500), Ok((ms(3.6), ms(4.8))));
+        // at 10 ms the link is idle: sent at once
+        assert_eq!(l.book(ms(10.0), 500), Ok((ms(10.0), ms(10.4))));
+        // just before 1.2 ms: 4 arrivals, 1 refused, 1 sent (busy until 1.2 ms), 2 waiting
+        l.settle(Time::from_nanos(ms(1.2).as_nanos() - 1));
+        let st = l.qdisc.stats;
+        assert_eq!((st.arrivals, st.enqueued, st.dequeued, st.drops[0]), (4, 3, 1, 1));
+        assert_eq!(l.backlog(), Backlog { packets: 2, bytes: 3000 });
+        assert_eq!(l.sent_until(ms(1.0)), (1_000_000, 0, 0), "the first transmission is under way");
+        // at 1.2 ms: the fifth arrived, the second started; the first has been sent
+        l.settle(ms(1.2));
+        let st = l.qdisc.stats;
+        assert_eq!((st.arrivals, st.enqueued, st.dequeued), (5, 4, 2));
+        assert_eq!(l.backlog(), Backlog { packets: 2, bytes: 3000 });
+        assert_eq!(l.sent_until(ms(1.2)), (1_200_000, 1500, 1));
+        assert!(l.conserved());
+        // at the end everything has left
+        l.settle(ms(20.0));
+        let st = l.qdisc.stats;
+        assert_eq!((st.arrivals, st.enqueued, st.dequeued, st.bytes_dequeued), (6, 5, 5, 6500));
+        assert_eq!(l.backlog(), Backlog::default());
+        assert_eq!(l.sent_until(ms(20.0)), (5_200_000, 6500, 5));
+        assert!(l.conserved());
     }
 
     #[test]

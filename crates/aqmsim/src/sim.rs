@@ -81,21 +81,25 @@ enum Ev {
 
 impl crate::event::Packed for Ev {
     /// A 4-bit tag and a 28-bit link or flow index (`Sim::new` checks the flow count).
+    /// The packed value orders events at equal times: a sample first (it sees the
+    /// state before anything at its time), then rate changes, transmitters, pipes,
+    /// delay lines, AQM timers, sources and flow timers; within a kind, by link or
+    /// flow index.
     #[inline]
     fn pack(self) -> u32 {
         let (tag, x) = match self {
-            Ev::TxFree(l) => (0, l as u32),
-            Ev::Opportunity(l) => (1, l as u32),
+            Ev::Sample => (0, 0),
+            Ev::AqmTimer(l) => (1, l as u32),
             Ev::RateStep(l) => (2, l as u32),
-            Ev::Arrive(l) => (3, l as u32),
-            Ev::AqmTimer(l) => (4, l as u32),
-            Ev::FlowStart(f) => (5, f),
-            Ev::FlowTimer(f) => (6, f),
+            Ev::TxFree(l) => (3, l as u32),
+            Ev::Opportunity(l) => (4, l as u32),
+            Ev::Arrive(l) => (5, l as u32),
+            Ev::Line(f) => (6, f),
             Ev::CbrSend(f) => (7, f),
-            Ev::Request(f) => (8, f),
-            Ev::AppStop(f) => (9, f),
-            Ev::Line(f) => (10, f),
-            Ev::Sample => (11, 0),
+            Ev::FlowStart(f) => (8, f),
+            Ev::Request(f) => (9, f),
+            Ev::AppStop(f) => (10, f),
+            Ev::FlowTimer(f) => (11, f),
         };
         debug_assert!(x < 1 << 28);
         tag << 28 | x
@@ -104,18 +108,18 @@ impl crate::event::Packed for Ev {
     fn unpack(v: u32) -> Self {
         let x = v & ((1 << 28) - 1);
         match v >> 28 {
-            0 => Ev::TxFree(x as u16),
-            1 => Ev::Opportunity(x as u16),
+            0 => Ev::Sample,
+            1 => Ev::AqmTimer(x as u16),
             2 => Ev::RateStep(x as u16),
-            3 => Ev::Arrive(x as u16),
-            4 => Ev::AqmTimer(x as u16),
-            5 => Ev::FlowStart(x),
-            6 => Ev::FlowTimer(x),
+            3 => Ev::TxFree(x as u16),
+            4 => Ev::Opportunity(x as u16),
+            5 => Ev::Arrive(x as u16),
+            6 => Ev::Line(x),
             7 => Ev::CbrSend(x),
-            8 => Ev::Request(x),
-            9 => Ev::AppStop(x),
-            10 => Ev::Line(x),
-            _ => Ev::Sample,
+            8 => Ev::FlowStart(x),
+            9 => Ev::Request(x),
+            10 => Ev::AppStop(x),
+            _ => Ev::FlowTimer(x),
         }
     }
     /// One pending per flow, most far ahead or superseded (lazy timers).
@@ -356,6 +360,28 @@ impl Sim {
             links[idx].log = Some(logged_links.len() as u8);
             logged_links.push(name.clone());
         }
+        // Eager DropTail links (link.rs): every DropTail rate link without packet
+        // records, booked through from its upstream pipe when that is its only input.
+        for l in links.iter_mut().filter(|l| l.can_be_eager() && l.log.is_none()) {
+            l.make_eager();
+        }
+        const ENDPOINT: u16 = u16::MAX;
+        let mut inputs: Vec<Vec<u16>> = vec![Vec::new(); links.len()];
+        for g in &groups {
+            for path in [&g.fwd, &g.rev] {
+                for (h, &l) in path.iter().enumerate() {
+                    let from = if h == 0 { ENDPOINT } else { path[h - 1] };
+                    if !inputs[l as usize].contains(&from) {
+                        inputs[l as usize].push(from);
+                    }
+                }
+            }
+        }
+        for (l, inp) in links.iter_mut().zip(&inputs) {
+            if let ([from], true) = (inp.as_slice(), l.eager.is_some()) {
+                l.chain_from = (*from != ENDPOINT).then_some(*from);
+            }
+        }
         let nlinks = links.len();
         let mut sim = Sim {
             now: Time::ZERO,
@@ -400,6 +426,17 @@ impl Sim {
         }
         sim.events.push(Time::ZERO + sim.interval, Ev::Sample);
         Ok(sim)
+    }
+
+    /// Run every link event by event: no eager DropTail links (link.rs). For tests
+    /// that show the eager path gives the same run bit for bit; call before `run`.
+    #[doc(hidden)]
+    pub fn event_driven(mut self) -> Sim {
+        for l in &mut self.links {
+            l.eager = None;
+            l.chain_from = None;
+        }
+        self
     }
 
     fn dispatch(&mut self, ev: Ev) {
@@ -489,6 +526,9 @@ impl Sim {
 
     fn link_enqueue(&mut self, li: usize, p: Packet) {
         let now = self.now;
+        if self.links[li].eager.is_some() {
+            return self.eager_arrive(li, p, now);
+        }
         let (flow, uid, kind, size) = (p.flow, p.uid, p.kind as u8, p.size);
         let l = &mut self.links[li];
         let mut ctx = Ctx { now, rng: &mut l.rng, link_rate: l.rate };
@@ -613,12 +653,62 @@ impl Sim {
     }
 
     /// A packet enters a link's propagation pipe, due at the next hop at `at`.
-    fn pipe_push(&mut self, li: usize, at: Time, p: Packet) {
+    fn pipe_push(&mut self, li: usize, at: Time, mut p: Packet) {
+        if at <= self.end {
+            let path = self.path(&p);
+            if let Some(&next) = path.get(p.hop as usize + 1) {
+                if self.links[next as usize].chain_from == Some(li as u16) {
+                    // the next link is eager and fed by this pipe alone: book it now
+                    p.hop += 1;
+                    return self.eager_arrive(next as usize, p, at);
+                }
+            }
+        }
         let l = &mut self.links[li];
         debug_assert!(l.pipe.back().is_none_or(|b| b.0 <= at), "the pipe stays in time order");
         l.pipe.push_back((at, p));
         if l.pipe.len() == 1 {
             self.events.push(at, Ev::Arrive(li as u16));
+        }
+    }
+
+    /// A packet reaches an eager DropTail link at `at` (now, or later when booked
+    /// through from the upstream pipe): its passage is decided and it goes into the
+    /// pipe at once (link.rs, [`Link::book`]).
+    fn eager_arrive(&mut self, li: usize, p: Packet, at: Time) {
+        let now = self.now;
+        let l = &mut self.links[li];
+        if l.eager.as_ref().is_some_and(|e| e.booked() >= 256) {
+            l.settle(Time::from_nanos(now.as_nanos().saturating_sub(1))); // keeps the book short
+        }
+        match l.book(at, p.size) {
+            Ok((start, end)) => {
+                let due = end + l.delay;
+                if li <= BOTTLENECK_REV && start >= self.hist_from && start <= self.end {
+                    let soj = start.saturating_since(at).as_nanos();
+                    if li == BOTTLENECK {
+                        self.hists.bottleneck_sojourn.record(soj);
+                        self.hists.bottleneck_sojourn_by_group[self.flows[p.flow as usize].group as usize].record(soj);
+                    } else {
+                        self.hists.bottleneck_rev_sojourn.record(soj);
+                    }
+                }
+                self.pipe_push(li, due, p);
+            }
+            Err(backlog) => {
+                // refused on overflow; counted in the link's stats when settled
+                self.cons.dropped += 1;
+                if li == BOTTLENECK {
+                    let x = (backlog as u128 * 8_000_000_000 / l.rate.bps().max(1) as u128) as u64;
+                    self.hists.drop_delay[aqm::Cause::Overflow.index()].record(x);
+                }
+                let f = &mut self.flows[p.flow as usize];
+                if p.kind.is_forward() {
+                    f.drops += 1;
+                } else {
+                    f.ack_drops += 1;
+                }
+            }
         }
     }
 
@@ -958,10 +1048,12 @@ impl Sim {
 
     fn on_sample(&mut self) {
         let now = self.now;
-        for (li, l) in self.links.iter().enumerate() {
+        for (li, l) in self.links.iter_mut().enumerate() {
             if !l.sampled {
                 continue;
             }
+            // a sample precedes what happens at its own time (link.rs)
+            l.settle(Time::from_nanos(now.as_nanos() - 1));
             let m = &mut self.marks[li];
             let (busy, tx_bytes, tx_packets) = l.sent_until(now);
             let st = &l.qdisc.stats;
@@ -981,7 +1073,7 @@ impl Sim {
             r.drops_random.push(st.drops[1] - m.drops[1]);
             r.drops_deterministic.push(st.drops[2] - m.drops[2]);
             r.marks.push(st.marked() - m.marks);
-            let bl = l.qdisc.backlog();
+            let bl = l.backlog();
             r.backlog_bytes.push(bl.bytes);
             r.backlog_packets.push(bl.packets);
             let probe = l.qdisc.probe();
@@ -1065,6 +1157,9 @@ impl Sim {
     /// Every packet created is delivered, dropped with a cause, or still in a queue,
     /// a transmitter or a pipe; and each queue accounts for what it accepted.
     pub fn check_conservation(&mut self) -> Result<(), SimError> {
+        for l in &mut self.links {
+            l.settle(self.now);
+        }
         self.cons.in_flight = self.in_flight();
         if !self.cons.holds() {
             let c = self.cons;
@@ -1074,7 +1169,7 @@ impl Sim {
             )));
         }
         for l in &self.links {
-            if !l.qdisc.conserved() {
+            if !l.conserved() {
                 return Err(SimError::Conservation(format!("queue of link {} does not account for its packets: {:?}", l.name, l.qdisc.stats)));
             }
         }
