@@ -227,6 +227,20 @@ pub struct Eager {
     /// Arrived (settled) and not yet started: the queue at the last settlement.
     queued: Backlog,
     last_arrive: Time,
+    /// Only a sampled link keeps the book; an unsampled one (whose counters are read
+    /// at the end of the run only) counts each packet when it books it, up to
+    /// `run_end`, and keeps just the transmission starts still ahead, to know its
+    /// backlog.
+    unbooked: Option<Unbooked>,
+}
+
+#[derive(Debug)]
+struct Unbooked {
+    run_end: Time,
+    /// (start, size) of admitted packets, oldest first; those that had started by
+    /// the last booked arrival are gone.
+    ahead: VecDeque<(Time, u32)>,
+    ahead_bytes: u64,
 }
 
 impl Eager {
@@ -315,9 +329,12 @@ impl Link {
         self.qdisc.aqm.kind() == "droptail" && matches!(&self.shaper, Shaper::Rate { steps, .. } if steps.is_empty())
     }
 
-    pub fn make_eager(&mut self) {
+    /// Run this link eagerly; `run_end` is the end of the run (an unsampled link
+    /// counts a packet as sent when it starts by then).
+    pub fn make_eager(&mut self, run_end: Time) {
         debug_assert!(self.can_be_eager());
-        self.eager = Some(Box::default());
+        let unbooked = (!self.sampled).then(|| Unbooked { run_end, ahead: VecDeque::new(), ahead_bytes: 0 });
+        self.eager = Some(Box::new(Eager { unbooked, ..Default::default() }));
     }
 
     /// Book a packet of `size` bytes arriving at `at` (no earlier than any booked
@@ -328,17 +345,47 @@ impl Link {
         let e = self.eager.as_deref_mut().expect("an eager link");
         debug_assert!(at >= e.last_arrive, "arrivals at an eager link are booked in time order");
         e.last_arrive = at;
-        // arrivals come in time order, so the first entry still waiting moves forward
-        let mut i = e.started;
-        while e.book.get(i).is_some_and(|b| b.start <= at) {
-            i += 1;
-        }
-        e.started = i;
-        let backlog = e.book.get(i).map_or(Backlog::default(), |b| Backlog { packets: e.total.0 - b.before.0, bytes: e.total.1 - b.before.1 });
+        let backlog = match &mut e.unbooked {
+            Some(u) => {
+                while let Some(&(start, size)) = u.ahead.front().filter(|a| a.0 <= at) {
+                    debug_assert!(start <= at);
+                    u.ahead.pop_front();
+                    u.ahead_bytes -= size as u64;
+                }
+                Backlog { packets: u.ahead.len() as u64, bytes: u.ahead_bytes }
+            }
+            None => {
+                // arrivals come in time order, so the first entry still waiting moves forward
+                let mut i = e.started;
+                while e.book.get(i).is_some_and(|b| b.start <= at) {
+                    i += 1;
+                }
+                e.started = i;
+                e.book.get(i).map_or(Backlog::default(), |b| Backlog { packets: e.total.0 - b.before.0, bytes: e.total.1 - b.before.1 })
+            }
+        };
         let (start, before) = (at.max(e.horizon), e.total);
         let refused = self.limit.overflows(backlog, size);
         let end = if refused { start } else { start + self.tx_duration(size) };
         let e = self.eager.as_deref_mut().expect("an eager link");
+        if let Some(u) = &mut e.unbooked {
+            let st = &mut self.qdisc.stats;
+            st.arrivals += 1;
+            if refused {
+                st.drops[aqm::Cause::Overflow.index()] += 1;
+                return Err(backlog.bytes);
+            }
+            st.enqueued += 1;
+            st.bytes_enqueued += size as u64;
+            if start <= u.run_end {
+                st.dequeued += 1;
+                st.bytes_dequeued += size as u64;
+            }
+            u.ahead.push_back((start, size));
+            u.ahead_bytes += size as u64;
+            e.horizon = end;
+            return Ok((start, end));
+        }
         e.book.push_back(Booked { arrive: at, start, end, size, refused, before });
         if refused {
             return Err(backlog.bytes);
@@ -393,6 +440,11 @@ impl Link {
     /// What the queue holds (for an eager link: as of its last settlement).
     pub fn backlog(&self) -> Backlog {
         match &self.eager {
+            Some(e) if e.unbooked.is_some() => {
+                // counted when booked: what has not started by the end of the run
+                let s = &self.qdisc.stats;
+                Backlog { packets: s.enqueued - s.dequeued, bytes: s.bytes_enqueued - s.bytes_dequeued }
+            }
             Some(e) => e.queued,
             None => self.qdisc.backlog(),
         }
@@ -403,9 +455,9 @@ impl Link {
     pub fn conserved(&self) -> bool {
         match &self.eager {
             None => self.qdisc.conserved(),
-            Some(e) => {
+            Some(_) => {
                 let s = &self.qdisc.stats;
-                s.arrivals == s.enqueued + s.dropped() && s.enqueued == s.dequeued + e.queued.packets
+                s.arrivals == s.enqueued + s.dropped() && s.enqueued == s.dequeued + self.backlog().packets
             }
         }
     }
@@ -555,7 +607,8 @@ mod tests {
         let ms = |x: f64| Time::from_nanos((x * 1e6) as u64);
         let mut l = link(Rate::from_mbps(10));
         l.limit = Limit::packets(2);
-        l.make_eager();
+        l.sampled = true;
+        l.make_eager(Time::MAX);
         assert_eq!(l.book(ms(0.0), 1500), Ok((ms(0.0), ms(1.2))));
         assert_eq!(l.book(ms(0.0), 1500), Ok((ms(1.2), ms(2.4))));
         assert_eq!(l.book(ms(0.0), 1500), Ok((ms(2.4), ms(3.6))));
@@ -584,6 +637,24 @@ mod tests {
         assert_eq!((st.arrivals, st.enqueued, st.dequeued, st.bytes_dequeued), (6, 5, 5, 6500));
         assert_eq!(l.backlog(), Backlog::default());
         assert_eq!(l.sent_until(ms(20.0)), (5_200_000, 6500, 5));
+        assert!(l.conserved());
+    }
+
+    #[test]
+    fn an_unsampled_eager_link_decides_alike_and_counts_up_to_the_end_of_the_run() {
+        // the bookings of the test above, on a link read only at the end of a run
+        // that ends at 3.6 ms: the same decisions; the packet starting at 10 ms is
+        // still queued at the end
+        let ms = |x: f64| Time::from_nanos((x * 1e6) as u64);
+        let mut l = link(Rate::from_mbps(10));
+        l.limit = Limit::packets(2);
+        l.make_eager(ms(3.6));
+        let got: Vec<_> = [(0.0, 1500), (0.0, 1500), (0.0, 1500), (0.0, 1500), (1.2, 1500), (10.0, 500)].iter().map(|&(t, b)| l.book(ms(t), b)).collect();
+        assert_eq!(got, vec![Ok((ms(0.0), ms(1.2))), Ok((ms(1.2), ms(2.4))), Ok((ms(2.4), ms(3.6))), Err(3000), Ok((ms(3.6), ms(4.8))), Ok((ms(10.0), ms(10.4)))]);
+        l.settle(ms(3.6));
+        let st = l.qdisc.stats;
+        assert_eq!((st.arrivals, st.enqueued, st.dequeued, st.drops[0], st.bytes_dequeued), (6, 5, 4, 1, 6000));
+        assert_eq!(l.backlog(), Backlog { packets: 1, bytes: 500 });
         assert!(l.conserved());
     }
 

@@ -363,7 +363,7 @@ impl Sim {
         // Eager DropTail links (link.rs): every DropTail rate link without packet
         // records, booked through from its upstream pipe when that is its only input.
         for l in links.iter_mut().filter(|l| l.can_be_eager() && l.log.is_none()) {
-            l.make_eager();
+            l.make_eager(end);
         }
         const ENDPOINT: u16 = u16::MAX;
         let mut inputs: Vec<Vec<u16>> = vec![Vec::new(); links.len()];
