@@ -195,6 +195,12 @@ pub enum Shaper {
     },
 }
 
+/// 8e9 / rate in ns per byte if that is a whole number, else 0.
+fn exact_ns_per_byte(rate: Rate) -> u64 {
+    let r = rate.bps();
+    if r > 0 && 8_000_000_000 % r == 0 { 8_000_000_000 / r } else { 0 }
+}
+
 /// One booked passage through an eager link.
 #[derive(Clone, Copy, Debug)]
 struct Booked {
@@ -237,8 +243,8 @@ pub struct Eager {
 #[derive(Debug)]
 struct Unbooked {
     run_end: Time,
-    /// (start, size) of admitted packets, oldest first; those that had started by
-    /// the last booked arrival are gone.
+    /// (start, size) of admitted packets that waited at their arrival, oldest
+    /// first; those that had started by the last booked arrival are gone.
     ahead: VecDeque<(Time, u32)>,
     ahead_bytes: u64,
 }
@@ -275,6 +281,9 @@ pub struct Link {
     /// A wake-up event is scheduled at `tx_end` to start the next transmission.
     pub wake_pending: bool,
     tx_rem: u64,
+    /// Nanoseconds per byte when the rate divides 8e9 (10 Mbps: 800; 1 Gbps: 8):
+    /// serialization is then one multiplication, exact; 0 otherwise.
+    ns_per_byte: u64,
     pub pipe: VecDeque<(Time, Packet)>,
     /// Time of the pending AQM timer event, if one is scheduled.
     pub aqm_timer_at: Option<Time>,
@@ -312,6 +321,7 @@ impl Link {
             tx_last_size: 0,
             wake_pending: false,
             tx_rem: 0,
+            ns_per_byte: exact_ns_per_byte(rate),
             pipe: VecDeque::new(),
             aqm_timer_at: None,
             busy_ns: 0,
@@ -381,8 +391,11 @@ impl Link {
                 st.dequeued += 1;
                 st.bytes_dequeued += size as u64;
             }
-            u.ahead.push_back((start, size));
-            u.ahead_bytes += size as u64;
+            if start > at {
+                // it waits: later arrivals before its start see it in the buffer
+                u.ahead.push_back((start, size));
+                u.ahead_bytes += size as u64;
+            }
             e.horizon = end;
             return Ok((start, end));
         }
@@ -469,6 +482,7 @@ impl Link {
 
     pub fn with_trace(mut self, trace: LinkTrace) -> Link {
         self.rate = trace.mean_rate();
+        self.ns_per_byte = exact_ns_per_byte(self.rate);
         self.shaper = Shaper::Trace { trace, left: 0, pending: false, used: 0 };
         self
     }
@@ -479,7 +493,12 @@ impl Link {
 
     /// Serialization time of `bytes`, exact over many packets: the fraction of a
     /// nanosecond left over is carried to the next packet.
+    #[inline]
     pub fn tx_duration(&mut self, bytes: u32) -> Duration {
+        if self.ns_per_byte != 0 {
+            debug_assert_eq!(self.tx_rem, 0);
+            return Duration::from_nanos(bytes as u64 * self.ns_per_byte);
+        }
         let r = self.rate.bps();
         // in 64 bits when it fits (always, for packets and rates below ~2 Tbps)
         let (q, rem) = match (bytes as u64).checked_mul(8_000_000_000).and_then(|b| b.checked_add(self.tx_rem)) {
@@ -511,6 +530,7 @@ impl Link {
         self.cap_bitns += self.rate.bps() as u128 * now.saturating_since(self.cap_mark).as_nanos() as u128;
         self.cap_mark = now;
         self.rate = rate;
+        self.ns_per_byte = exact_ns_per_byte(rate);
         self.tx_rem = 0;
     }
 
