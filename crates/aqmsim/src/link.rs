@@ -301,6 +301,18 @@ pub struct Link {
     /// An eager link fed only by this link's pipe: packets are booked through it
     /// when they enter that pipe.
     pub chain_from: Option<u16>,
+    /// Which of the links this pipe feeds are booked through from it.
+    pub chain_next: ChainNext,
+}
+
+/// The links a pipe feeds that are booked through from it (see `chain_from`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChainNext {
+    None,
+    /// It feeds one link, booked through.
+    To(u16),
+    /// Some of the links it feeds are booked through: look up the packet's path.
+    ByPath,
 }
 
 impl Link {
@@ -331,6 +343,7 @@ impl Link {
             cap_mark: Time::ZERO,
             eager: None,
             chain_from: None,
+            chain_next: ChainNext::None,
         }
     }
 

@@ -17,7 +17,7 @@ use std::time::Instant;
 use aqm::{AqmSpec, Ctx, Dropped, Duration, Qdisc, Time};
 
 use crate::event::EventQueue;
-use crate::link::{Link, Shaper, TRACE_BYTES};
+use crate::link::{ChainNext, Link, Shaper, TRACE_BYTES};
 use crate::packet::Packet;
 use crate::record::*;
 use crate::rng::{self, SimRng};
@@ -382,6 +382,17 @@ impl Sim {
                 l.chain_from = (*from != ENDPOINT).then_some(*from);
             }
         }
+        // what each pipe feeds, so that a packet entering it needs no path lookup
+        // unless some but not all of its next hops are booked through
+        for li in 0..links.len() {
+            let next: Vec<u16> = (0..links.len() as u16).filter(|&n| inputs[n as usize].contains(&(li as u16))).collect();
+            let chained = |n: &u16| links[*n as usize].chain_from == Some(li as u16);
+            links[li].chain_next = match next.as_slice() {
+                [n] if chained(n) => ChainNext::To(*n),
+                _ if next.iter().any(chained) => ChainNext::ByPath,
+                _ => ChainNext::None,
+            };
+        }
         let nlinks = links.len();
         let mut sim = Sim {
             now: Time::ZERO,
@@ -435,6 +446,7 @@ impl Sim {
         for l in &mut self.links {
             l.eager = None;
             l.chain_from = None;
+            l.chain_next = ChainNext::None;
         }
         self
     }
@@ -655,13 +667,15 @@ impl Sim {
     /// A packet enters a link's propagation pipe, due at the next hop at `at`.
     fn pipe_push(&mut self, li: usize, at: Time, mut p: Packet) {
         if at <= self.end {
-            let path = self.path(&p);
-            if let Some(&next) = path.get(p.hop as usize + 1) {
-                if self.links[next as usize].chain_from == Some(li as u16) {
-                    // the next link is eager and fed by this pipe alone: book it now
-                    p.hop += 1;
-                    return self.eager_arrive(next as usize, p, at);
-                }
+            let next = match self.links[li].chain_next {
+                ChainNext::None => None,
+                ChainNext::To(n) => Some(n),
+                ChainNext::ByPath => self.path(&p).get(p.hop as usize + 1).copied().filter(|&n| self.links[n as usize].chain_from == Some(li as u16)),
+            };
+            if let Some(next) = next {
+                // the next link is eager and fed by this pipe alone: book it now
+                p.hop += 1;
+                return self.eager_arrive(next as usize, p, at);
             }
         }
         let l = &mut self.links[li];
