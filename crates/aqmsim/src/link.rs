@@ -364,6 +364,7 @@ impl Link {
     /// arrival) on an eager link. DropTail's rule on the backlog at `at` (the
     /// admitted packets whose transmission has not started by then): `Ok((start,
     /// end))` of its transmission, or `Err(backlog bytes)` if refused.
+    #[inline]
     pub fn book(&mut self, at: Time, size: u32) -> Result<(Time, Time), u64> {
         let e = self.eager.as_deref_mut().expect("an eager link");
         debug_assert!(at >= e.last_arrive, "arrivals at an eager link are booked in time order");

@@ -199,8 +199,8 @@ struct Flow {
 }
 
 struct Group {
-    fwd: Vec<u16>,
-    rev: Vec<u16>,
+    /// The links a packet crosses: data (sender to receiver), then ACKs.
+    paths: [[u16; 3]; 2],
 }
 
 /// Counters at the previous sample, to turn totals into per-interval figures.
@@ -302,7 +302,7 @@ impl Sim {
             let down = add("down", rcv_delay);
             let up_rev = add("up_rev", rcv_delay + ret_delay);
             let down_rev = add("down_rev", snd_delay);
-            groups.push(Group { fwd: vec![up, BOTTLENECK as u16, down], rev: vec![up_rev, BOTTLENECK_REV as u16, down_rev] });
+            groups.push(Group { paths: [[up, BOTTLENECK as u16, down], [up_rev, BOTTLENECK_REV as u16, down_rev]] });
             let stop = g.common.stop.map_or(end, |s| (Time::ZERO + s).min(end));
             for (k, (start, extra)) in (0..g.common.count).zip(flow_draws(sc, gi)) {
                 let id = flows.len() as u32;
@@ -368,7 +368,7 @@ impl Sim {
         const ENDPOINT: u16 = u16::MAX;
         let mut inputs: Vec<Vec<u16>> = vec![Vec::new(); links.len()];
         for g in &groups {
-            for path in [&g.fwd, &g.rev] {
+            for path in &g.paths {
                 for (h, &l) in path.iter().enumerate() {
                     let from = if h == 0 { ENDPOINT } else { path[h - 1] };
                     if !inputs[l as usize].contains(&from) {
@@ -533,7 +533,7 @@ impl Sim {
 
     fn path(&self, p: &Packet) -> &[u16] {
         let g = &self.groups[self.flows[p.flow as usize].group as usize];
-        if p.kind.is_forward() { &g.fwd } else { &g.rev }
+        &g.paths[!p.kind.is_forward() as usize]
     }
 
     fn link_enqueue(&mut self, li: usize, p: Packet) {
