@@ -326,7 +326,11 @@ impl TcpSender {
     }
 
     fn cwnd_segments(&self) -> u64 {
-        (self.w.cwnd.floor() as u64).max(1)
+        // floor(cwnd), at least one. `as u64` truncates toward zero and saturates (NaN
+        // and negatives to 0), which equals `floor` for every value that gives a
+        // non-zero result; it avoids a libm `floor` call per transmit check on
+        // targets without SSE4.1.
+        (self.w.cwnd as u64).max(1)
     }
 
     /// Send what the windows allow: lost segments first (RFC 6675 NextSeg rule 1),
