@@ -33,9 +33,10 @@ impl Kind {
 /// Up to three SACK blocks (RFC 2018), as segment ranges `[start, end)`. Offsets from
 /// the cumulative ACK keep the packet small.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct SackBlocks {
-    n: u8,
     blocks: [(u32, u32); 3],
+    n: u8,
 }
 
 impl SackBlocks {
@@ -59,13 +60,27 @@ impl SackBlocks {
 }
 
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 pub struct Packet {
     /// Unique per run, in creation order.
     pub uid: u64,
+    /// Data: segment number. ACK: cumulative ACK (next expected segment).
+    pub seq: u64,
+    /// ACK: receive window advertised, in bytes.
+    pub rwnd: u64,
+    /// When the endpoint sent it (also the TCP timestamp value, RFC 7323).
+    pub sent_at: Time,
+    /// Data: the timestamp echoed (TSecr, RFC 7323 §3: `sent_at` of the newest ACK
+    /// the sender had), in ns; 0 = none. Lets the receiver measure the RTT.
+    pub ts_echo: u64,
     pub flow: u32,
     /// The flow's connection that sent it: a flow that opens a new connection per
     /// download discards what arrives for an earlier one.
     pub conn: u32,
+    /// Bytes on the wire.
+    pub size: u32,
+    /// Data: payload bytes.
+    pub payload: u32,
     pub kind: Kind,
     /// Index of the next link on the packet's path.
     pub hop: u8,
@@ -75,20 +90,7 @@ pub struct Packet {
     pub cwr: bool,
     /// Data: this segment is a retransmission.
     pub retx: bool,
-    /// Bytes on the wire.
-    pub size: u32,
-    /// Data: payload bytes.
-    pub payload: u32,
-    /// Data: segment number. ACK: cumulative ACK (next expected segment).
-    pub seq: u64,
-    /// ACK: receive window advertised, in bytes.
-    pub rwnd: u64,
     pub sack: SackBlocks,
-    /// When the endpoint sent it (also the TCP timestamp value, RFC 7323).
-    pub sent_at: Time,
-    /// Data: the timestamp echoed (TSecr, RFC 7323 §3: `sent_at` of the newest ACK
-    /// the sender had), in ns; 0 = none. Lets the receiver measure the RTT.
-    pub ts_echo: u64,
 }
 
 impl Packet {
