@@ -242,15 +242,19 @@ impl<P> AnyAqm<P> {
 }
 
 impl<P: QPacket> Aqm<P> for AnyAqm<P> {
+    #[inline]
     fn enqueue(&mut self, pkt: P, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit {
         dispatch!(self, a => a.enqueue(pkt, ctx, drops))
     }
+    #[inline]
     fn dequeue(&mut self, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Option<Departure<P>> {
         dispatch!(self, a => a.dequeue(ctx, drops))
     }
+    #[inline]
     fn backlog(&self) -> Backlog {
         dispatch!(self, a => a.backlog())
     }
+    #[inline]
     fn next_timer(&self) -> Option<Time> {
         dispatch!(self, a => a.next_timer())
     }
@@ -275,12 +279,14 @@ impl<P: QPacket> Qdisc<P> {
         Qdisc { aqm: spec.build(limit), stats: Stats::default() }
     }
 
+    #[inline]
     fn count_drops(&mut self, drops: &[Dropped<P>], from: usize) {
         for d in &drops[from..] {
             self.stats.drops[d.cause.index()] += 1;
         }
     }
 
+    #[inline]
     pub fn enqueue(&mut self, pkt: P, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit {
         let size = pkt.size_bytes() as u64;
         let before = drops.len();
@@ -302,6 +308,7 @@ impl<P: QPacket> Qdisc<P> {
         admit
     }
 
+    #[inline]
     pub fn dequeue(&mut self, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Option<Departure<P>> {
         let before = drops.len();
         let d = self.aqm.dequeue(ctx, drops);
@@ -316,9 +323,11 @@ impl<P: QPacket> Qdisc<P> {
         d
     }
 
+    #[inline]
     pub fn backlog(&self) -> Backlog {
         self.aqm.backlog()
     }
+    #[inline]
     pub fn next_timer(&self) -> Option<Time> {
         self.aqm.next_timer()
     }
