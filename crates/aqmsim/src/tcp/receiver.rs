@@ -253,7 +253,8 @@ impl TcpReceiver {
     /// of earlier arrivals (RFC 2018 §4).
     fn sack_blocks(&self) -> SackBlocks {
         let mut blocks = SackBlocks::default();
-        if !self.sack {
+        if !self.sack || self.ooo.is_empty() {
+            // nothing held above rcv_nxt: no blocks (the usual case, checked first)
             return blocks;
         }
         let mut used: [Option<u64>; SackBlocks::MAX] = [None; SackBlocks::MAX];

@@ -339,8 +339,10 @@ impl TcpSender {
         if self.state != State::Established {
             return;
         }
+        // the window does not change while sending
+        let cwnd = self.cwnd_segments();
         loop {
-            if self.pipe() >= self.cwnd_segments() {
+            if self.pipe() >= cwnd {
                 self.cwnd_limited = true;
                 break;
             }
