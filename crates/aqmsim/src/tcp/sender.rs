@@ -576,11 +576,16 @@ impl TcpSender {
             for (start, end) in a.sack.iter(a.seq) {
                 let lo = start.max(self.snd_una).max(ack);
                 let hi = end.min(self.snd_nxt);
-                for seq in lo..hi {
-                    let s = *self.seg(seq);
-                    if s.flags & SACKED != 0 {
-                        continue;
+                let mut seq = lo;
+                while seq < hi {
+                    // Each ACK repeats its blocks: most of a block was SACKed by earlier
+                    // ACKs. Skip that part in one scan of the scoreboard.
+                    let (from, to) = ((seq - self.snd_una) as usize, (hi - self.snd_una) as usize);
+                    seq += self.board.range(from..to).take_while(|s| s.flags & SACKED != 0).count() as u64;
+                    if seq == hi {
+                        break;
                     }
+                    let s = *self.seg(seq);
                     self.release_loss_flags(s.flags);
                     if s.flags & EVER_RETRANS == 0 {
                         sack_first_sent = Some(sack_first_sent.map_or(s.sent_at, |t: Time| t.min(s.sent_at)));
@@ -590,6 +595,7 @@ impl TcpSender {
                     self.sacked_out += 1;
                     newly_sacked += 1;
                     self.highest_sacked = self.highest_sacked.max(seq + 1);
+                    seq += 1;
                 }
             }
         }
