@@ -85,15 +85,43 @@ pub struct Packet {
     /// Index of the next link on the packet's path.
     pub hop: u8,
     pub ecn: Ecn,
-    /// TCP ECE flag (ACKs) and CWR flag (data), RFC 3168 §6.1.
-    pub ece: bool,
-    pub cwr: bool,
-    /// Data: this segment is a retransmission.
-    pub retx: bool,
+    /// [`Packet::ECE`], [`Packet::CWR`], [`Packet::RETX`]: one bit each, in a plain
+    /// byte rather than three `bool`s. A `bool` gives `Option<Packet>` and the
+    /// queues' `Option<Queued<Packet>>` / `Option<Departure<Packet>>` their niche
+    /// (the most invalid values of any field); the compiler then splits copies of a
+    /// packet around that byte. Without it: 1 % fewer instructions per run.
+    flags: u8,
     pub sack: SackBlocks,
 }
 
 impl Packet {
+    /// TCP ECE flag (ACKs), RFC 3168 §6.1.
+    pub const ECE: u8 = 1;
+    /// TCP CWR flag (data), RFC 3168 §6.1.
+    pub const CWR: u8 = 2;
+    /// Data: this segment is a retransmission.
+    pub const RETX: u8 = 4;
+
+    pub fn flag(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+    pub fn set_flag(&mut self, f: u8, on: bool) {
+        if on {
+            self.flags |= f;
+        } else {
+            self.flags &= !f;
+        }
+    }
+    pub fn ece(&self) -> bool {
+        self.flag(Self::ECE)
+    }
+    pub fn cwr(&self) -> bool {
+        self.flag(Self::CWR)
+    }
+    pub fn retx(&self) -> bool {
+        self.flag(Self::RETX)
+    }
+
     pub fn new(uid: u64, flow: u32, kind: Kind, size: u32, now: Time) -> Packet {
         Packet {
             uid,
@@ -102,9 +130,7 @@ impl Packet {
             kind,
             hop: 0,
             ecn: Ecn::NotEct,
-            ece: false,
-            cwr: false,
-            retx: false,
+            flags: 0,
             size,
             payload: 0,
             seq: 0,

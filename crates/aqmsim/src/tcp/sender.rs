@@ -258,8 +258,8 @@ impl TcpSender {
         self.syn_sent_at = now;
         let mut syn = Packet::new(0, self.flow, Kind::Syn, self.cfg.header.0 as u32, now);
         // RFC 3168 §6.1.1: an ECN-setup SYN carries ECE and CWR.
-        syn.ece = self.cfg.ecn;
-        syn.cwr = self.cfg.ecn;
+        syn.set_flag(Packet::ECE, self.cfg.ecn);
+        syn.set_flag(Packet::CWR, self.cfg.ecn);
         out.push(syn);
         self.rto_deadline = Some(now + self.rtt.rto());
     }
@@ -311,14 +311,14 @@ impl TcpSender {
         let mut p = Packet::new(0, self.flow, Kind::Data, payload + self.cfg.header.0 as u32, now);
         p.seq = seq;
         p.payload = payload;
-        p.retx = retx;
+        p.set_flag(Packet::RETX, retx);
         p.ts_echo = self.ts_recent;
         self.last_send = now;
         // RFC 3168 §6.1.5: retransmissions are sent Not-ECT and without CWR.
         if self.ecn_ok && !retx {
             p.ecn = aqm::Ecn::Ect0;
             if self.send_cwr {
-                p.cwr = true;
+                p.set_flag(Packet::CWR, true);
                 self.send_cwr = false;
             }
         }
@@ -535,7 +535,7 @@ impl TcpSender {
             (State::SynSent, Kind::SynAck) => {
                 self.ts_recent = p.sent_at.as_nanos();
                 // RFC 3168 §6.1.1: ECN is on if the SYN-ACK says so.
-                self.ecn_ok = self.cfg.ecn && p.ece;
+                self.ecn_ok = self.cfg.ecn && p.ece();
                 if self.stats.syn_retransmits == 0 {
                     self.rtt.sample(now - self.syn_sent_at);
                     self.note_rtt(now - self.syn_sent_at);
@@ -685,7 +685,7 @@ impl TcpSender {
                 if self.lost_out > 0 {
                     self.enter_recovery(now);
                     self.prr(delivered);
-                } else if self.ecn_ok && a.ece {
+                } else if self.ecn_ok && a.ece() {
                     // RFC 3168 §6.1.2: reduce as for a loss, at most once per window of
                     // data (the CWR state lasts until snd_una passes what was sent),
                     // and tell the receiver with CWR.
