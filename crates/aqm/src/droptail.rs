@@ -28,6 +28,7 @@ impl<P: QPacket> DropTail<P> {
 }
 
 impl<P: QPacket> Aqm<P> for DropTail<P> {
+    #[inline]
     fn enqueue(&mut self, pkt: P, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit {
         if self.limit.overflows(self.fifo.backlog(), pkt.size_bytes()) {
             drops.push(Dropped { pkt, cause: Cause::Overflow, sojourn: None });
@@ -37,11 +38,13 @@ impl<P: QPacket> Aqm<P> for DropTail<P> {
         Admit::Queued
     }
 
+    #[inline]
     fn dequeue(&mut self, ctx: &mut Ctx<'_>, _drops: &mut Vec<Dropped<P>>) -> Option<Departure<P>> {
         let q = self.fifo.pop()?;
         Some(Departure { sojourn: ctx.now.saturating_since(q.enqueued_at), pkt: q.pkt, marked: None })
     }
 
+    #[inline]
     fn backlog(&self) -> Backlog {
         self.fifo.backlog()
     }

@@ -74,6 +74,7 @@ pub struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// A uniform draw in `[0, 1)` with 53 bits of precision, identical on every platform.
+    #[inline]
     pub fn uniform(&mut self) -> f64 {
         (self.rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }

@@ -213,6 +213,7 @@ impl<P: QPacket> Pie<P> {
     /// The decision for an arriving packet of `size` bytes, before any ECN handling:
     /// `Some(Overflow)` if the buffer is full, `Some(Random)` if PIE's random early
     /// drop fires, `None` to enqueue.
+    #[inline]
     pub fn decide(&mut self, size: u32, ctx: &mut Ctx<'_>) -> Option<Cause> {
         // Buffer limit: drop-tail behaviour underneath the AQM.
         if self.limit.overflows(self.fifo.backlog(), size) {
@@ -235,6 +236,7 @@ impl<P: QPacket> Pie<P> {
     /// delay was under half the target and the probability is under 20 %, or while
     /// the queue holds at most two mean-size packets. Public for MADPIE, whose
     /// deterministic drop applies only where PIE's random policy does.
+    #[inline]
     pub fn safeguard_applies(&self) -> bool {
         let v = &self.vars;
         let p = &self.params;
@@ -242,6 +244,7 @@ impl<P: QPacket> Pie<P> {
     }
 
     /// RFC 8033 §4.1 drop_early().
+    #[inline]
     fn drop_early(&mut self, size: u32, ctx: &mut Ctx<'_>) -> bool {
         if self.safeguard_applies() {
             return false;
@@ -271,6 +274,7 @@ impl<P: QPacket> Pie<P> {
     /// Enqueue `pkt` given a decision from [`Pie::decide`] (possibly amended, as MADPIE
     /// does): congestion signals become CE marks for ECN-capable packets while the
     /// probability is under `ecn_threshold` (RFC 8033 §5.1), drops otherwise.
+    #[inline]
     pub fn admit_decided(&mut self, pkt: P, decision: Option<Cause>, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit {
         let pkt = match decision {
             None => pkt,
@@ -297,6 +301,7 @@ impl<P: QPacket> Pie<P> {
         Admit::Queued
     }
 
+    #[inline]
     fn push(&mut self, pkt: P, now: Time) {
         if self.params.ignore_ce_in_measure && pkt.ecn() == crate::Ecn::Ce {
             self.vars.ce_bytes += pkt.size_bytes() as u64;
@@ -379,6 +384,7 @@ impl<P: QPacket> Pie<P> {
         v.burst_allowance = v.burst_allowance.saturating_sub(p.tupdate);
     }
 
+    #[inline]
     fn on_departure(&mut self, size: u64, ce: bool, sojourn: Duration, now: Time) {
         let p = &self.params;
         let v = &mut self.vars;
@@ -422,11 +428,13 @@ impl<P: QPacket> Pie<P> {
 }
 
 impl<P: QPacket> Aqm<P> for Pie<P> {
+    #[inline]
     fn enqueue(&mut self, pkt: P, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit {
         let decision = self.decide(pkt.size_bytes(), ctx);
         self.admit_decided(pkt, decision, ctx, drops)
     }
 
+    #[inline]
     fn dequeue(&mut self, ctx: &mut Ctx<'_>, _drops: &mut Vec<Dropped<P>>) -> Option<Departure<P>> {
         let q = self.fifo.pop()?;
         let sojourn = ctx.now.saturating_since(q.enqueued_at);
@@ -435,10 +443,12 @@ impl<P: QPacket> Aqm<P> for Pie<P> {
         Some(Departure { pkt: q.pkt, sojourn, marked: None })
     }
 
+    #[inline]
     fn backlog(&self) -> Backlog {
         self.fifo.backlog()
     }
 
+    #[inline]
     fn next_timer(&self) -> Option<Time> {
         Some(self.vars.last_update + self.params.tupdate)
     }

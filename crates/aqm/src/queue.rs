@@ -19,10 +19,12 @@ impl Limit {
     pub fn packets(n: u64) -> Limit {
         Limit { packets: Some(n), bytes: None }
     }
+    #[inline]
     pub fn bytes(n: u64) -> Limit {
         Limit { packets: None, bytes: Some(n) }
     }
     /// Would a packet of `size` bytes overflow a buffer that holds `backlog`?
+    #[inline]
     pub fn overflows(&self, backlog: Backlog, size: u32) -> bool {
         self.packets.is_some_and(|p| backlog.packets + 1 > p)
             || self.bytes.is_some_and(|b| backlog.bytes + size as u64 > b)
@@ -37,6 +39,7 @@ pub struct Backlog {
 }
 
 impl Backlog {
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.packets == 0
     }
@@ -66,10 +69,12 @@ impl<P: QPacket> Fifo<P> {
     pub fn new() -> Self {
         Self::default()
     }
+    #[inline]
     pub fn push(&mut self, pkt: P, now: Time) {
         self.bytes += pkt.size_bytes() as u64;
         self.items.push_back(Queued { pkt, enqueued_at: now });
     }
+    #[inline]
     pub fn pop(&mut self) -> Option<Queued<P>> {
         let q = self.items.pop_front()?;
         self.bytes -= q.pkt.size_bytes() as u64;
@@ -81,22 +86,28 @@ impl<P: QPacket> Fifo<P> {
         self.bytes -= q.pkt.size_bytes() as u64;
         Some(q)
     }
+    #[inline]
     pub fn front(&self) -> Option<&Queued<P>> {
         self.items.front()
     }
     /// Sojourn time the head packet would have if it left at `now`.
+    #[inline]
     pub fn head_sojourn(&self, now: Time) -> Option<Duration> {
         self.items.front().map(|q| now.saturating_since(q.enqueued_at))
     }
+    #[inline]
     pub fn backlog(&self) -> Backlog {
         Backlog { packets: self.items.len() as u64, bytes: self.bytes }
     }
+    #[inline]
     pub fn len(&self) -> usize {
         self.items.len()
     }
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
+    #[inline]
     pub fn bytes(&self) -> u64 {
         self.bytes
     }

@@ -242,15 +242,19 @@ impl<P> AnyAqm<P> {
 }
 
 impl<P: QPacket> Aqm<P> for AnyAqm<P> {
+    #[inline]
     fn enqueue(&mut self, pkt: P, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit {
         dispatch!(self, a => a.enqueue(pkt, ctx, drops))
     }
+    #[inline]
     fn dequeue(&mut self, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Option<Departure<P>> {
         dispatch!(self, a => a.dequeue(ctx, drops))
     }
+    #[inline]
     fn backlog(&self) -> Backlog {
         dispatch!(self, a => a.backlog())
     }
+    #[inline]
     fn next_timer(&self) -> Option<Time> {
         dispatch!(self, a => a.next_timer())
     }
@@ -268,19 +272,31 @@ impl<P: QPacket> Aqm<P> for AnyAqm<P> {
 pub struct Qdisc<P> {
     pub aqm: AnyAqm<P>,
     pub stats: Stats,
+    /// The queue's backlog, followed here from the same verdicts, drop lists and
+    /// departures (a packet accepted: +1; a departure, or a drop from inside the
+    /// queue, i.e. one with a sojourn: -1), so that the link reads it without a
+    /// dispatch to the algorithm. [`Qdisc::conserved`] checks it against the
+    /// algorithm's own count. (`on_timer` never moves packets: it has no drop list.)
+    backlog: Backlog,
 }
 
 impl<P: QPacket> Qdisc<P> {
     pub fn new(spec: &AqmSpec, limit: Limit) -> Self {
-        Qdisc { aqm: spec.build(limit), stats: Stats::default() }
+        Qdisc { aqm: spec.build(limit), stats: Stats::default(), backlog: Backlog::default() }
     }
 
+    #[inline]
     fn count_drops(&mut self, drops: &[Dropped<P>], from: usize) {
         for d in &drops[from..] {
             self.stats.drops[d.cause.index()] += 1;
+            if d.sojourn.is_some() {
+                self.backlog.packets -= 1;
+                self.backlog.bytes -= d.pkt.size_bytes() as u64;
+            }
         }
     }
 
+    #[inline]
     pub fn enqueue(&mut self, pkt: P, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit {
         let size = pkt.size_bytes() as u64;
         let before = drops.len();
@@ -290,11 +306,15 @@ impl<P: QPacket> Qdisc<P> {
             Admit::Queued => {
                 self.stats.enqueued += 1;
                 self.stats.bytes_enqueued += size;
+                self.backlog.packets += 1;
+                self.backlog.bytes += size;
             }
             Admit::Marked(c) => {
                 self.stats.enqueued += 1;
                 self.stats.bytes_enqueued += size;
                 self.stats.marks[c.index()] += 1;
+                self.backlog.packets += 1;
+                self.backlog.bytes += size;
             }
             Admit::Dropped(_) => {}
         }
@@ -302,13 +322,17 @@ impl<P: QPacket> Qdisc<P> {
         admit
     }
 
+    #[inline]
     pub fn dequeue(&mut self, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Option<Departure<P>> {
         let before = drops.len();
         let d = self.aqm.dequeue(ctx, drops);
         self.count_drops(drops, before);
         if let Some(dep) = &d {
+            let size = dep.pkt.size_bytes() as u64;
             self.stats.dequeued += 1;
-            self.stats.bytes_dequeued += dep.pkt.size_bytes() as u64;
+            self.stats.bytes_dequeued += size;
+            self.backlog.packets -= 1;
+            self.backlog.bytes -= size;
             if let Some(c) = dep.marked {
                 self.stats.marks[c.index()] += 1;
             }
@@ -316,9 +340,12 @@ impl<P: QPacket> Qdisc<P> {
         d
     }
 
+    #[inline]
     pub fn backlog(&self) -> Backlog {
-        self.aqm.backlog()
+        debug_assert_eq!(self.backlog, self.aqm.backlog());
+        self.backlog
     }
+    #[inline]
     pub fn next_timer(&self) -> Option<Time> {
         self.aqm.next_timer()
     }
@@ -330,12 +357,14 @@ impl<P: QPacket> Qdisc<P> {
     }
 
     /// Packet conservation inside the queue: every arrival was refused or accepted,
-    /// and every accepted packet has left, was dropped from inside, or is still here.
+    /// and every accepted packet has left, was dropped from inside, or is still here
+    /// (by the algorithm's own count, which the followed backlog must equal).
     pub fn conserved(&self) -> bool {
         let s = &self.stats;
         let Some(refused) = s.arrivals.checked_sub(s.enqueued) else { return false };
         let Some(dropped_inside) = s.dropped().checked_sub(refused) else { return false };
-        s.enqueued == s.dequeued + dropped_inside + self.backlog().packets
+        let held = self.aqm.backlog();
+        held == self.backlog && s.enqueued == s.dequeued + dropped_inside + held.packets
     }
 }
 

@@ -75,7 +75,8 @@ macro_rules! queue_common {
             }
             let k = entry(time, self.seq, ev);
             self.seq += 1;
-            self.insert(k);
+            // the event's kind is known here: no unpacking to find its heap
+            self.insert(k, ev.is_timer());
         }
         pub fn pop(&mut self) -> Option<(Time, E)> {
             self.remove_min().map(split)
@@ -85,7 +86,7 @@ macro_rules! queue_common {
             let mut all: Vec<u128> = std::iter::from_fn(|| self.remove_min()).collect();
             self.seq = renumber(&mut all);
             for k in all {
-                self.insert(k);
+                self.insert(k, split::<E>(k).1.is_timer());
             }
         }
     };
@@ -111,7 +112,7 @@ impl<E: Packed> BinaryQueue<E> {
     fn len_(&self) -> usize {
         self.heap.len()
     }
-    fn insert(&mut self, k: u128) {
+    fn insert(&mut self, k: u128, _timer: bool) {
         self.heap.push(Reverse(k));
     }
     fn remove_min(&mut self) -> Option<u128> {
@@ -148,8 +149,9 @@ impl<E: Packed> SplitQueue<E> {
     fn len_(&self) -> usize {
         self.main.len() + self.timers.len()
     }
-    fn insert(&mut self, k: u128) {
-        if E::unpack((k >> 32) as u32).is_timer() {
+    #[inline]
+    fn insert(&mut self, k: u128, timer: bool) {
+        if timer {
             self.timers.push(Reverse(k));
         } else {
             self.main.push(Reverse(k));

@@ -33,9 +33,10 @@ impl Kind {
 /// Up to three SACK blocks (RFC 2018), as segment ranges `[start, end)`. Offsets from
 /// the cumulative ACK keep the packet small.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct SackBlocks {
-    n: u8,
     blocks: [(u32, u32); 3],
+    n: u8,
 }
 
 impl SackBlocks {
@@ -59,39 +60,68 @@ impl SackBlocks {
 }
 
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 pub struct Packet {
     /// Unique per run, in creation order.
     pub uid: u64,
-    pub flow: u32,
-    /// The flow's connection that sent it: a flow that opens a new connection per
-    /// download discards what arrives for an earlier one.
-    pub conn: u32,
-    pub kind: Kind,
-    /// Index of the next link on the packet's path.
-    pub hop: u8,
-    pub ecn: Ecn,
-    /// TCP ECE flag (ACKs) and CWR flag (data), RFC 3168 §6.1.
-    pub ece: bool,
-    pub cwr: bool,
-    /// Data: this segment is a retransmission.
-    pub retx: bool,
-    /// Bytes on the wire.
-    pub size: u32,
-    /// Data: payload bytes.
-    pub payload: u32,
     /// Data: segment number. ACK: cumulative ACK (next expected segment).
     pub seq: u64,
     /// ACK: receive window advertised, in bytes.
     pub rwnd: u64,
-    pub sack: SackBlocks,
     /// When the endpoint sent it (also the TCP timestamp value, RFC 7323).
     pub sent_at: Time,
     /// Data: the timestamp echoed (TSecr, RFC 7323 §3: `sent_at` of the newest ACK
     /// the sender had), in ns; 0 = none. Lets the receiver measure the RTT.
     pub ts_echo: u64,
+    pub flow: u32,
+    /// The flow's connection that sent it: a flow that opens a new connection per
+    /// download discards what arrives for an earlier one.
+    pub conn: u32,
+    /// Bytes on the wire.
+    pub size: u32,
+    /// Data: payload bytes.
+    pub payload: u32,
+    pub kind: Kind,
+    /// Index of the next link on the packet's path.
+    pub hop: u8,
+    pub ecn: Ecn,
+    /// [`Packet::ECE`], [`Packet::CWR`], [`Packet::RETX`]: one bit each, in a plain
+    /// byte rather than three `bool`s. A `bool` gives `Option<Packet>` and the
+    /// queues' `Option<Queued<Packet>>` / `Option<Departure<Packet>>` their niche
+    /// (the most invalid values of any field); the compiler then splits copies of a
+    /// packet around that byte. Without it: 1 % fewer instructions per run.
+    flags: u8,
+    pub sack: SackBlocks,
 }
 
 impl Packet {
+    /// TCP ECE flag (ACKs), RFC 3168 §6.1.
+    pub const ECE: u8 = 1;
+    /// TCP CWR flag (data), RFC 3168 §6.1.
+    pub const CWR: u8 = 2;
+    /// Data: this segment is a retransmission.
+    pub const RETX: u8 = 4;
+
+    pub fn flag(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+    pub fn set_flag(&mut self, f: u8, on: bool) {
+        if on {
+            self.flags |= f;
+        } else {
+            self.flags &= !f;
+        }
+    }
+    pub fn ece(&self) -> bool {
+        self.flag(Self::ECE)
+    }
+    pub fn cwr(&self) -> bool {
+        self.flag(Self::CWR)
+    }
+    pub fn retx(&self) -> bool {
+        self.flag(Self::RETX)
+    }
+
     pub fn new(uid: u64, flow: u32, kind: Kind, size: u32, now: Time) -> Packet {
         Packet {
             uid,
@@ -100,9 +130,7 @@ impl Packet {
             kind,
             hop: 0,
             ecn: Ecn::NotEct,
-            ece: false,
-            cwr: false,
-            retx: false,
+            flags: 0,
             size,
             payload: 0,
             seq: 0,

@@ -52,13 +52,13 @@ impl Pair {
 
     fn put(&mut self, out: Vec<Packet>) {
         for mut p in out {
-            if p.kind == Kind::Data && !p.retx && p.ecn.is_ect() && self.ce.contains(&p.seq) {
+            if p.kind == Kind::Data && !p.retx() && p.ecn.is_ect() && self.ce.contains(&p.seq) {
                 p.ecn = aqmsim::aqm::Ecn::Ce;
             }
             let at = if p.kind.is_forward() {
                 if p.kind == Kind::Data {
                     self.sends.entry(p.seq).or_default().push(self.now);
-                    if (self.lose)(p.seq, p.retx, self.now) {
+                    if (self.lose)(p.seq, p.retx(), self.now) {
                         self.lost += 1;
                         continue;
                     }

@@ -108,8 +108,8 @@ impl TcpReceiver {
             Kind::Syn => {
                 let mut sa = Packet::new(0, self.flow, Kind::SynAck, self.header, now);
                 // RFC 3168 §6.1.1: agree to ECN if asked and configured.
-                self.ecn = self.ecn && p.ece && p.cwr;
-                sa.ece = self.ecn;
+                self.ecn = self.ecn && p.ece() && p.cwr();
+                sa.set_flag(Packet::ECE, self.ecn);
                 out.push(sa);
             }
             Kind::Data => self.on_data(p, now, out),
@@ -122,7 +122,7 @@ impl TcpReceiver {
         let seq = p.seq;
         let mut ack_now = false;
         if self.ecn {
-            if p.cwr {
+            if p.cwr() {
                 self.ece = false;
             }
             if p.ecn == aqm::Ecn::Ce {
@@ -253,7 +253,8 @@ impl TcpReceiver {
     /// of earlier arrivals (RFC 2018 §4).
     fn sack_blocks(&self) -> SackBlocks {
         let mut blocks = SackBlocks::default();
-        if !self.sack {
+        if !self.sack || self.ooo.is_empty() {
+            // nothing held above rcv_nxt: no blocks (the usual case, checked first)
             return blocks;
         }
         let mut used: [Option<u64>; SackBlocks::MAX] = [None; SackBlocks::MAX];
@@ -290,7 +291,7 @@ impl TcpReceiver {
         a.rwnd = self.advertise();
         self.last_rwnd = a.rwnd;
         a.sack = self.sack_blocks();
-        a.ece = self.ece;
+        a.set_flag(Packet::ECE, self.ece);
         out.push(a);
         self.unacked = 0;
         self.delack_deadline = None;

@@ -258,8 +258,8 @@ impl TcpSender {
         self.syn_sent_at = now;
         let mut syn = Packet::new(0, self.flow, Kind::Syn, self.cfg.header.0 as u32, now);
         // RFC 3168 §6.1.1: an ECN-setup SYN carries ECE and CWR.
-        syn.ece = self.cfg.ecn;
-        syn.cwr = self.cfg.ecn;
+        syn.set_flag(Packet::ECE, self.cfg.ecn);
+        syn.set_flag(Packet::CWR, self.cfg.ecn);
         out.push(syn);
         self.rto_deadline = Some(now + self.rtt.rto());
     }
@@ -311,14 +311,14 @@ impl TcpSender {
         let mut p = Packet::new(0, self.flow, Kind::Data, payload + self.cfg.header.0 as u32, now);
         p.seq = seq;
         p.payload = payload;
-        p.retx = retx;
+        p.set_flag(Packet::RETX, retx);
         p.ts_echo = self.ts_recent;
         self.last_send = now;
         // RFC 3168 §6.1.5: retransmissions are sent Not-ECT and without CWR.
         if self.ecn_ok && !retx {
             p.ecn = aqm::Ecn::Ect0;
             if self.send_cwr {
-                p.cwr = true;
+                p.set_flag(Packet::CWR, true);
                 self.send_cwr = false;
             }
         }
@@ -326,7 +326,11 @@ impl TcpSender {
     }
 
     fn cwnd_segments(&self) -> u64 {
-        (self.w.cwnd.floor() as u64).max(1)
+        // floor(cwnd), at least one. `as u64` truncates toward zero and saturates (NaN
+        // and negatives to 0), which equals `floor` for every value that gives a
+        // non-zero result; it avoids a libm `floor` call per transmit check on
+        // targets without SSE4.1.
+        (self.w.cwnd as u64).max(1)
     }
 
     /// Send what the windows allow: lost segments first (RFC 6675 NextSeg rule 1),
@@ -335,8 +339,10 @@ impl TcpSender {
         if self.state != State::Established {
             return;
         }
+        // the window does not change while sending
+        let cwnd = self.cwnd_segments();
         loop {
-            if self.pipe() >= self.cwnd_segments() {
+            if self.pipe() >= cwnd {
                 self.cwnd_limited = true;
                 break;
             }
@@ -529,7 +535,7 @@ impl TcpSender {
             (State::SynSent, Kind::SynAck) => {
                 self.ts_recent = p.sent_at.as_nanos();
                 // RFC 3168 §6.1.1: ECN is on if the SYN-ACK says so.
-                self.ecn_ok = self.cfg.ecn && p.ece;
+                self.ecn_ok = self.cfg.ecn && p.ece();
                 if self.stats.syn_retransmits == 0 {
                     self.rtt.sample(now - self.syn_sent_at);
                     self.note_rtt(now - self.syn_sent_at);
@@ -570,11 +576,16 @@ impl TcpSender {
             for (start, end) in a.sack.iter(a.seq) {
                 let lo = start.max(self.snd_una).max(ack);
                 let hi = end.min(self.snd_nxt);
-                for seq in lo..hi {
-                    let s = *self.seg(seq);
-                    if s.flags & SACKED != 0 {
-                        continue;
+                let mut seq = lo;
+                while seq < hi {
+                    // Each ACK repeats its blocks: most of a block was SACKed by earlier
+                    // ACKs. Skip that part in one scan of the scoreboard.
+                    let (from, to) = ((seq - self.snd_una) as usize, (hi - self.snd_una) as usize);
+                    seq += self.board.range(from..to).take_while(|s| s.flags & SACKED != 0).count() as u64;
+                    if seq == hi {
+                        break;
                     }
+                    let s = *self.seg(seq);
                     self.release_loss_flags(s.flags);
                     if s.flags & EVER_RETRANS == 0 {
                         sack_first_sent = Some(sack_first_sent.map_or(s.sent_at, |t: Time| t.min(s.sent_at)));
@@ -584,6 +595,7 @@ impl TcpSender {
                     self.sacked_out += 1;
                     newly_sacked += 1;
                     self.highest_sacked = self.highest_sacked.max(seq + 1);
+                    seq += 1;
                 }
             }
         }
@@ -673,7 +685,7 @@ impl TcpSender {
                 if self.lost_out > 0 {
                     self.enter_recovery(now);
                     self.prr(delivered);
-                } else if self.ecn_ok && a.ece {
+                } else if self.ecn_ok && a.ece() {
                     // RFC 3168 §6.1.2: reduce as for a loss, at most once per window of
                     // data (the CWR state lasts until snd_una passes what was sent),
                     // and tell the receiver with CWR.
