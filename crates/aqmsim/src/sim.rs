@@ -539,7 +539,10 @@ impl Sim {
     fn link_enqueue(&mut self, li: usize, p: Packet) {
         let now = self.now;
         if self.links[li].eager.is_some() {
-            return self.eager_arrive(li, p, now);
+            if let Some(due) = self.book(li, &p, now) {
+                self.pipe_push(li, due, p);
+            }
+            return;
         }
         let (flow, uid, kind, size) = (p.flow, p.uid, p.kind as u8, p.size);
         let l = &mut self.links[li];
@@ -664,18 +667,21 @@ impl Sim {
         }
     }
 
-    /// A packet enters a link's propagation pipe, due at the next hop at `at`.
-    fn pipe_push(&mut self, li: usize, at: Time, mut p: Packet) {
-        if at <= self.end {
+    /// A packet enters a link's propagation pipe, due at the next hop at `at`. If
+    /// that hop is an eager link fed by this pipe alone, the packet is booked through
+    /// it at once (link.rs) and enters its pipe instead, and so on down the path.
+    fn pipe_push(&mut self, mut li: usize, mut at: Time, mut p: Packet) {
+        while at <= self.end {
             let next = match self.links[li].chain_next {
                 ChainNext::None => None,
                 ChainNext::To(n) => Some(n),
                 ChainNext::ByPath => self.path(&p).get(p.hop as usize + 1).copied().filter(|&n| self.links[n as usize].chain_from == Some(li as u16)),
             };
-            if let Some(next) = next {
-                // the next link is eager and fed by this pipe alone: book it now
-                p.hop += 1;
-                return self.eager_arrive(next as usize, p, at);
+            let Some(next) = next else { break };
+            p.hop += 1;
+            match self.book(next as usize, &p, at) {
+                Some(due) => (li, at) = (next as usize, due),
+                None => return, // refused
             }
         }
         let l = &mut self.links[li];
@@ -687,9 +693,9 @@ impl Sim {
     }
 
     /// A packet reaches an eager DropTail link at `at` (now, or later when booked
-    /// through from the upstream pipe): its passage is decided and it goes into the
-    /// pipe at once (link.rs, [`Link::book`]).
-    fn eager_arrive(&mut self, li: usize, p: Packet, at: Time) {
+    /// through from the upstream pipe): its passage is decided at once (link.rs,
+    /// [`Link::book`]). Returns when it reaches the next hop, or `None` if refused.
+    fn book(&mut self, li: usize, p: &Packet, at: Time) -> Option<Time> {
         let now = self.now;
         let l = &mut self.links[li];
         if l.eager.as_ref().is_some_and(|e| e.booked() >= 256) {
@@ -707,7 +713,7 @@ impl Sim {
                         self.hists.bottleneck_rev_sojourn.record(soj);
                     }
                 }
-                self.pipe_push(li, due, p);
+                Some(due)
             }
             Err(backlog) => {
                 // refused on overflow; counted in the link's stats when settled
@@ -722,6 +728,7 @@ impl Sim {
                 } else {
                     f.ack_drops += 1;
                 }
+                None
             }
         }
     }
