@@ -625,13 +625,7 @@ impl Sim {
         let out = dep.map(|dep| {
             let p = dep.pkt;
             if li <= BOTTLENECK_REV && now >= self.hist_from {
-                let soj = dep.sojourn.as_nanos();
-                if li == BOTTLENECK {
-                    self.hists.bottleneck_sojourn.record(soj);
-                    self.hists.bottleneck_sojourn_by_group[self.flows[p.flow as usize].group as usize].record(soj);
-                } else {
-                    self.hists.bottleneck_rev_sojourn.record(soj);
-                }
+                record_sojourn(&mut self.hists, &self.flows, li, p.flow, dep.sojourn.as_nanos());
             }
             if let Some(log) = l.log {
                 let backlog = l.qdisc.backlog().bytes;
@@ -705,13 +699,7 @@ impl Sim {
             Ok((start, end)) => {
                 let due = end + l.delay;
                 if li <= BOTTLENECK_REV && start >= self.hist_from && start <= self.end {
-                    let soj = start.saturating_since(at).as_nanos();
-                    if li == BOTTLENECK {
-                        self.hists.bottleneck_sojourn.record(soj);
-                        self.hists.bottleneck_sojourn_by_group[self.flows[p.flow as usize].group as usize].record(soj);
-                    } else {
-                        self.hists.bottleneck_rev_sojourn.record(soj);
-                    }
+                    record_sojourn(&mut self.hists, &self.flows, li, p.flow, start.saturating_since(at).as_nanos());
                 }
                 Some(due)
             }
@@ -1291,6 +1279,9 @@ impl Sim {
         }
         self.cons.in_flight = self.in_flight();
         let group_names: Vec<String> = sc.flows.iter().map(|g| g.common.name.clone()).collect();
+        if let [only] = self.hists.bottleneck_sojourn_by_group.as_mut_slice() {
+            *only = self.hists.bottleneck_sojourn.clone();
+        }
         let (histograms, histogram_buckets) = self.hists.table(&group_names);
         RunOutput {
             scenario_json: sc.to_json(),
@@ -1318,6 +1309,21 @@ impl Sim {
 /// An advertised window for the records: -1 when it does not limit.
 fn window_col(w: u64) -> i64 {
     if w >= crate::tcp::receiver::UNLIMITED_WINDOW { -1 } else { w as i64 }
+}
+
+/// A departure's time in a bottleneck queue, into the sojourn histograms. With one
+/// flow group the group's histogram is the whole one: it is copied at the end
+/// (`Sim::finish`) instead of kept twice.
+#[inline]
+fn record_sojourn(h: &mut Histograms, flows: &[Flow], li: usize, flow: u32, soj: u64) {
+    if li == BOTTLENECK {
+        h.bottleneck_sojourn.record(soj);
+        if h.bottleneck_sojourn_by_group.len() > 1 {
+            h.bottleneck_sojourn_by_group[flows[flow as usize].group as usize].record(soj);
+        }
+    } else {
+        h.bottleneck_rev_sojourn.record(soj);
+    }
 }
 
 fn probe_delay(q: &Qdisc<Packet>) -> i64 {
