@@ -81,6 +81,11 @@ macro_rules! queue_common {
         pub fn pop(&mut self) -> Option<(Time, E)> {
             self.remove_min().map(split)
         }
+        /// `pop`, with the event still packed.
+        #[inline]
+        pub fn pop_packed(&mut self) -> Option<(Time, u32)> {
+            self.remove_min().map(|k| (Time::from_nanos((k >> 64) as u64), (k >> 32) as u32))
+        }
         /// Take every entry out in order, renumber, and put them back.
         fn renumber(&mut self) {
             let mut all: Vec<u128> = std::iter::from_fn(|| self.remove_min()).collect();

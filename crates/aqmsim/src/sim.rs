@@ -79,6 +79,11 @@ enum Ev {
     Sample,
 }
 
+/// Tags of the most frequent events, dispatched without unpacking (`Sim::dispatch_packed`).
+const TAG_TX_FREE: u32 = 3;
+const TAG_ARRIVE: u32 = 5;
+const TAG_FLOW_TIMER: u32 = 11;
+
 impl crate::event::Packed for Ev {
     /// A 4-bit tag and a 28-bit link or flow index (`Sim::new` checks the flow count).
     /// The packed value orders events at equal times: a sample first (it sees the
@@ -91,15 +96,15 @@ impl crate::event::Packed for Ev {
             Ev::Sample => (0, 0),
             Ev::AqmTimer(l) => (1, l as u32),
             Ev::RateStep(l) => (2, l as u32),
-            Ev::TxFree(l) => (3, l as u32),
+            Ev::TxFree(l) => (TAG_TX_FREE, l as u32),
             Ev::Opportunity(l) => (4, l as u32),
-            Ev::Arrive(l) => (5, l as u32),
+            Ev::Arrive(l) => (TAG_ARRIVE, l as u32),
             Ev::Line(f) => (6, f),
             Ev::CbrSend(f) => (7, f),
             Ev::FlowStart(f) => (8, f),
             Ev::Request(f) => (9, f),
             Ev::AppStop(f) => (10, f),
-            Ev::FlowTimer(f) => (11, f),
+            Ev::FlowTimer(f) => (TAG_FLOW_TIMER, f),
         };
         debug_assert!(x < 1 << 28);
         tag << 28 | x
@@ -111,9 +116,9 @@ impl crate::event::Packed for Ev {
             0 => Ev::Sample,
             1 => Ev::AqmTimer(x as u16),
             2 => Ev::RateStep(x as u16),
-            3 => Ev::TxFree(x as u16),
+            TAG_TX_FREE => Ev::TxFree(x as u16),
             4 => Ev::Opportunity(x as u16),
-            5 => Ev::Arrive(x as u16),
+            TAG_ARRIVE => Ev::Arrive(x as u16),
             6 => Ev::Line(x),
             7 => Ev::CbrSend(x),
             8 => Ev::FlowStart(x),
@@ -451,6 +456,19 @@ impl Sim {
         self
     }
 
+    /// `dispatch` of a packed event, matched once on its tag.
+    #[inline]
+    fn dispatch_packed(&mut self, v: u32) {
+        use crate::event::Packed;
+        let x = (v & ((1 << 28) - 1)) as usize;
+        match v >> 28 {
+            TAG_ARRIVE => self.on_arrive(x),
+            TAG_TX_FREE => self.on_tx_free(x),
+            TAG_FLOW_TIMER => self.on_flow_timer(x),
+            _ => self.dispatch(Ev::unpack(v)),
+        }
+    }
+
     fn dispatch(&mut self, ev: Ev) {
         match ev {
             Ev::TxFree(l) => self.on_tx_free(l as usize),
@@ -478,7 +496,7 @@ impl Sim {
             if t > self.end {
                 break;
             }
-            let (t, ev) = self.events.pop().unwrap();
+            let (t, ev) = self.events.pop_packed().unwrap();
             self.now = t;
             self.events_done += 1;
             if t.as_nanos() >= next_report {
@@ -487,7 +505,7 @@ impl Sim {
                 }
                 next_report = (t.as_nanos() / step + 1) * step;
             }
-            self.dispatch(ev);
+            self.dispatch_packed(ev);
         }
         self.now = self.end;
         progress(1.0);
