@@ -179,8 +179,9 @@ fn outputs(mut o: aqmsim::RunOutput) -> String {
 /// at equal times in a fixed order, that must give the same run bit for bit: every
 /// record, counter, histogram and sample. The cases drive the eager links through
 /// queues and refusals (slow access links with small buffers, a reverse path that
-/// drops ACKs, a DropTail bottleneck), several groups feeding one link, per-flow delay
-/// lines, a rate schedule, a trace bottleneck, and samples every 10 ms.
+/// drops ACKs, a DropTail bottleneck, byte-limited buffers), several groups feeding one
+/// link, per-flow delay lines, a rate schedule, a trace bottleneck, a PIE or logged
+/// reverse bottleneck between eager links, and samples every 10 ms.
 #[test]
 fn eager_droptail_links_give_the_event_driven_run_bit_for_bit() {
     let cases: &[(&str, &[&str])] = &[
@@ -198,6 +199,11 @@ fn eager_droptail_links_give_the_event_driven_run_bit_for_bit() {
         ("pie-lab-capacity", &["duration=\"60s\""]),
         ("madpie-proof", &["duration=\"20s\"", "bottleneck.trace={ms=[1,1,3,4,6,10]}", "access.rate=\"5Mbps\"", "access.buffer=\"30pkts\""]),
         ("palermo-mixed", &["duration=\"20s\""]),
+        // byte-limited buffers; a PIE reverse bottleneck between eager links; a
+        // logged reverse bottleneck (event by event) between eager links
+        ("madpie-proof-droptail", &["duration=\"20s\"", "record.packets=false", "access.rate=\"8Mbps\"", "access.buffer=\"30KB\""]),
+        ("madpie-proof", &["duration=\"20s\"", "bottleneck.reverse_aqm={kind=\"pie\"}", "bottleneck.reverse_rate=\"300kbps\""]),
+        ("madpie-proof", &["duration=\"20s\"", "record.links=[\"bottleneck\",\"bottleneck_rev\"]"]),
     ];
     for (name, sets) in cases {
         let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
