@@ -558,7 +558,7 @@ impl Sim {
         let now = self.now;
         if self.links[li].eager.is_some() {
             if let Some(due) = self.book(li, &p, now) {
-                self.pipe_push(li, due, p);
+                self.pipe_push(li, due, &p);
             }
             return;
         }
@@ -675,30 +675,33 @@ impl Sim {
                 l.wake_pending = true;
                 self.events.push(end, Ev::TxFree(li as u16));
             }
-            self.pipe_push(li, at, p);
+            self.pipe_push(li, at, &p);
         }
     }
 
     /// A packet enters a link's propagation pipe, due at the next hop at `at`. If
     /// that hop is an eager link fed by this pipe alone, the packet is booked through
     /// it at once (link.rs) and enters its pipe instead, and so on down the path.
-    fn pipe_push(&mut self, mut li: usize, mut at: Time, mut p: Packet) {
+    fn pipe_push(&mut self, mut li: usize, mut at: Time, p: &Packet) {
+        let mut hop = p.hop;
         while at <= self.end {
             let next = match self.links[li].chain_next {
                 ChainNext::None => None,
                 ChainNext::To(n) => Some(n),
-                ChainNext::ByPath => self.path(&p).get(p.hop as usize + 1).copied().filter(|&n| self.links[n as usize].chain_from == Some(li as u16)),
+                ChainNext::ByPath => self.path(p).get(hop as usize + 1).copied().filter(|&n| self.links[n as usize].chain_from == Some(li as u16)),
             };
             let Some(next) = next else { break };
-            p.hop += 1;
-            match self.book(next as usize, &p, at) {
+            hop += 1;
+            match self.book(next as usize, p, at) {
                 Some(due) => (li, at) = (next as usize, due),
                 None => return, // refused
             }
         }
         let l = &mut self.links[li];
         debug_assert!(l.pipe.back().is_none_or(|b| b.0 <= at), "the pipe stays in time order");
-        l.pipe.push_back((at, p));
+        let mut q = *p;
+        q.hop = hop;
+        l.pipe.push_back((at, q));
         if l.pipe.len() == 1 {
             self.events.push(at, Ev::Arrive(li as u16));
         }
@@ -777,7 +780,7 @@ impl Sim {
                     let p = l.in_tx.take().expect("a packet in transit");
                     l.count_sent(&p);
                     let at = now + l.delay;
-                    self.pipe_push(li, at, p);
+                    self.pipe_push(li, at, &p);
                 }
             }
             if used {
