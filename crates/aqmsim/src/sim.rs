@@ -605,10 +605,15 @@ impl Sim {
         self.sync_aqm_timer(li);
     }
 
+    #[inline]
     fn take_drops(&mut self, li: usize) {
-        if self.drops.is_empty() {
-            return;
+        if !self.drops.is_empty() {
+            self.account_drops(li);
         }
+    }
+
+    #[cold]
+    fn account_drops(&mut self, li: usize) {
         let now = self.now.as_nanos();
         let l = &self.links[li];
         let backlog = l.qdisc.backlog().bytes;
