@@ -41,7 +41,7 @@ impl Packed for u32 {
 }
 
 #[inline]
-fn entry<E: Packed>(time: Time, seq: u32, ev: E) -> u128 {
+pub(crate) fn entry<E: Packed>(time: Time, seq: u32, ev: E) -> u128 {
     ((time.as_nanos() as u128) << 64) | ((ev.pack() as u128) << 32) | seq as u128
 }
 
@@ -171,14 +171,18 @@ impl<E: Packed> SplitQueue<E> {
         };
         heap.pop().map(|r| r.0)
     }
-    pub fn peek_time(&mut self) -> Option<Time> {
+    /// The next entry's key (time, event, sequence), if any.
+    #[inline]
+    pub fn peek_key(&self) -> Option<u128> {
         let a = self.main.peek().map(|r| r.0);
         let b = self.timers.peek().map(|r| r.0);
-        let k = match (a, b) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b)?,
-        };
-        Some(Time::from_nanos((k >> 64) as u64))
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+    pub fn peek_time(&mut self) -> Option<Time> {
+        self.peek_key().map(|k| Time::from_nanos((k >> 64) as u64))
     }
 }
 

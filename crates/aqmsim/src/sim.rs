@@ -79,6 +79,9 @@ enum Ev {
     Sample,
 }
 
+/// Up to this many links, pipe heads are kept apart from the heap (`Sim::pipe_heads`).
+const MAX_LINKS_APART: usize = 32;
+
 /// Tags of the most frequent events, dispatched without unpacking (`Sim::dispatch_packed`).
 const TAG_TX_FREE: u32 = 3;
 const TAG_ARRIVE: u32 = 5;
@@ -226,6 +229,12 @@ pub struct Sim {
     pub now: Time,
     end: Time,
     events: EventQueue<Ev>,
+    /// With few links, each pipe's head arrival is kept here, as its event-queue key
+    /// (`u128::MAX`: none), instead of in the heap: the next event is the smaller of
+    /// the heap's top and the smallest head, found by a scan. Same order, no heap
+    /// work for the most frequent event.
+    pipe_heads: Vec<u128>,
+    heads_apart: bool,
     links: Vec<Link>,
     groups: Vec<Group>,
     flows: Vec<Flow>,
@@ -403,6 +412,8 @@ impl Sim {
             now: Time::ZERO,
             end,
             events: EventQueue::default(),
+            pipe_heads: vec![u128::MAX; nlinks],
+            heads_apart: nlinks <= MAX_LINKS_APART,
             links,
             groups,
             flows,
@@ -444,16 +455,52 @@ impl Sim {
         Ok(sim)
     }
 
-    /// Run every link event by event: no eager DropTail links (link.rs). For tests
-    /// that show the eager path gives the same run bit for bit; call before `run`.
+    /// Run every link event by event: no eager DropTail links (link.rs), and every
+    /// pipe's head arrival in the event heap (as with more than `MAX_LINKS_APART`
+    /// links). For tests that show the fast paths give the same run bit for bit;
+    /// call before `run`.
     #[doc(hidden)]
     pub fn event_driven(mut self) -> Sim {
+        self.heads_apart = false;
         for l in &mut self.links {
             l.eager = None;
             l.chain_from = None;
             l.chain_next = ChainNext::None;
         }
         self
+    }
+
+    /// Take the next event due at or before `until`: the heap's top or a pipe head.
+    #[inline]
+    fn next_event(&mut self, until: Time) -> Option<(Time, u32)> {
+        let hk = self.events.peek_key().unwrap_or(u128::MAX);
+        let (mut pi, mut pk) = (0, u128::MAX);
+        if self.heads_apart {
+            for (i, &k) in self.pipe_heads.iter().enumerate() {
+                if k < pk {
+                    (pi, pk) = (i, k);
+                }
+            }
+        }
+        let k = hk.min(pk);
+        if k == u128::MAX || (k >> 64) as u64 > until.as_nanos() {
+            return None;
+        }
+        if pk < hk {
+            self.pipe_heads[pi] = u128::MAX;
+            return Some((Time::from_nanos((k >> 64) as u64), (k >> 32) as u32));
+        }
+        self.events.pop_packed()
+    }
+
+    /// The head of a link's pipe is due at `t`.
+    #[inline]
+    fn schedule_arrive(&mut self, li: usize, t: Time) {
+        if self.heads_apart {
+            self.pipe_heads[li] = crate::event::entry(t, 0, Ev::Arrive(li as u16));
+        } else {
+            self.events.push(t, Ev::Arrive(li as u16));
+        }
     }
 
     /// `dispatch` of a packed event, matched once on its tag.
@@ -492,11 +539,7 @@ impl Sim {
         let wall = Instant::now();
         let step = (self.end.as_nanos() / 100).max(1);
         let mut next_report = step;
-        while let Some(t) = self.events.peek_time() {
-            if t > self.end {
-                break;
-            }
-            let (t, ev) = self.events.pop_packed().unwrap();
+        while let Some((t, ev)) = self.next_event(self.end) {
             self.now = t;
             self.events_done += 1;
             if t.as_nanos() >= next_report {
@@ -708,7 +751,7 @@ impl Sim {
         q.hop = hop;
         l.pipe.push_back((at, q));
         if l.pipe.len() == 1 {
-            self.events.push(at, Ev::Arrive(li as u16));
+            self.schedule_arrive(li, at);
         }
     }
 
@@ -817,7 +860,7 @@ impl Sim {
         let now = self.now;
         while let Some(&(t, p)) = self.links[li].pipe.front() {
             if t > now {
-                self.events.push(t, Ev::Arrive(li as u16));
+                self.schedule_arrive(li, t);
                 break;
             }
             self.links[li].pipe.pop_front();
@@ -1226,13 +1269,9 @@ impl Sim {
     /// Run until simulated time `t` (for tests that inspect the state mid-run).
     #[doc(hidden)]
     pub fn run_until(&mut self, t: Time) {
-        while let Some(nt) = self.events.peek_time() {
-            if nt > t {
-                break;
-            }
-            let (nt, ev) = self.events.pop().unwrap();
+        while let Some((nt, ev)) = self.next_event(t) {
             self.now = nt;
-            self.dispatch(ev);
+            self.dispatch_packed(ev);
         }
         self.now = t;
     }

@@ -175,8 +175,9 @@ fn outputs(mut o: aqmsim::RunOutput) -> String {
 }
 
 /// Eager DropTail links (link.rs) book a packet's passage at its arrival, or when it
-/// enters the pipe that alone feeds the link, instead of event by event. With events
-/// at equal times in a fixed order, that must give the same run bit for bit: every
+/// enters the pipe that alone feeds the link, instead of event by event; and pipe
+/// heads are kept apart from the event heap. With events at equal times in a fixed
+/// order, both must give the same run as the plain event loop bit for bit: every
 /// record, counter, histogram and sample. The cases drive the eager links through
 /// queues and refusals (slow access links with small buffers, a reverse path that
 /// drops ACKs, a DropTail bottleneck, byte-limited buffers), several groups feeding one
