@@ -233,6 +233,15 @@ mod tests {
         }
     }
 
+    /// Both queues pop exactly `expect` (time, event), then nothing.
+    fn drain_both(qs: &mut (BinaryQueue<u32>, SplitQueue<Odd>), expect: &[(u64, u32)]) -> Result<(), TestCaseError> {
+        let got0: Vec<(u64, u32)> = std::iter::from_fn(|| qs.0.pop()).map(|(t, e)| (t.as_nanos(), e)).collect();
+        prop_assert_eq!(&got0[..], expect);
+        let got1: Vec<(u64, u32)> = std::iter::from_fn(|| qs.1.pop()).map(|(t, e)| (t.as_nanos(), e.0)).collect();
+        prop_assert_eq!(&got1[..], expect);
+        Ok(())
+    }
+
     fn ops() -> impl Strategy<Value = Vec<(bool, u64)>> {
         // small time offsets make many ties; a few large ones exercise high bits
         proptest::collection::vec((any::<bool>(), prop_oneof![0u64..20, 0u64..(1 << 40)]), 1..300)
@@ -263,10 +272,7 @@ mod tests {
             }
             let mut expect: Vec<(u64, u32)> = times.iter().enumerate().map(|(i, t)| (*t, i as u32)).collect();
             expect.sort();
-            let got0: Vec<(u64, u32)> = std::iter::from_fn(|| qs.0.pop()).map(|(t, i)| (t.as_nanos(), i)).collect();
-            prop_assert_eq!(&got0, &expect);
-            let got1: Vec<(u64, u32)> = std::iter::from_fn(|| qs.1.pop()).map(|(t, i)| (t.as_nanos(), i.0)).collect();
-            prop_assert_eq!(&got1, &expect);
+            drain_both(&mut qs, &expect)?;
         }
 
         #[test]
@@ -280,10 +286,7 @@ mod tests {
             }
             let mut expect = evs.clone();
             expect.sort();
-            let got0: Vec<(u64, u32)> = std::iter::from_fn(|| qs.0.pop()).map(|(t, e)| (t.as_nanos(), e)).collect();
-            prop_assert_eq!(&got0, &expect);
-            let got1: Vec<(u64, u32)> = std::iter::from_fn(|| qs.1.pop()).map(|(t, e)| (t.as_nanos(), e.0)).collect();
-            prop_assert_eq!(&got1, &expect);
+            drain_both(&mut qs, &expect)?;
         }
 
         #[test]
