@@ -31,9 +31,10 @@
 //! and no wake-up events. If such a link's only input is one other link's pipe, the
 //! simulator books a packet through it as soon as the packet enters that pipe (its
 //! arrival time is then known and no earlier arrival can still come): one pipe
-//! arrival event instead of two. The link's counters and backlog are *settled*
-//! lazily: each booking is kept until its time has come, so that the per-interval
-//! samples and the end of the run see exactly what happened up to their time.
+//! arrival event instead of two. A sampled link's counters and backlog are
+//! *settled* lazily: each booking is kept until its time has come, so that the
+//! per-interval samples see exactly what happened up to their time; an unsampled
+//! link, read only at the end of the run, counts each packet when it books it.
 //! At equal times a transmission start precedes an arrival (the departing packet no
 //! longer counts toward the buffer), and a sample precedes both.
 
@@ -199,6 +200,18 @@ pub enum Shaper {
 fn exact_ns_per_byte(rate: Rate) -> u64 {
     let r = rate.bps();
     if r > 0 && 8_000_000_000 % r == 0 { 8_000_000_000 / r } else { 0 }
+}
+
+/// An eager link's arrival into its counters: refused on overflow, or enqueued.
+#[inline]
+fn count_arrival(st: &mut aqm::Stats, refused: bool, size: u32) {
+    st.arrivals += 1;
+    if refused {
+        st.drops[aqm::Cause::Overflow.index()] += 1;
+    } else {
+        st.enqueued += 1;
+        st.bytes_enqueued += size as u64;
+    }
 }
 
 /// One booked passage through an eager link.
@@ -371,8 +384,7 @@ impl Link {
         e.last_arrive = at;
         let backlog = match &mut e.unbooked {
             Some(u) => {
-                while let Some(&(start, size)) = u.ahead.front().filter(|a| a.0 <= at) {
-                    debug_assert!(start <= at);
+                while let Some(&(_, size)) = u.ahead.front().filter(|a| a.0 <= at) {
                     u.ahead.pop_front();
                     u.ahead_bytes -= size as u64;
                 }
@@ -394,13 +406,10 @@ impl Link {
         let e = self.eager.as_deref_mut().expect("an eager link");
         if let Some(u) = &mut e.unbooked {
             let st = &mut self.qdisc.stats;
-            st.arrivals += 1;
+            count_arrival(st, refused, size);
             if refused {
-                st.drops[aqm::Cause::Overflow.index()] += 1;
                 return Err(backlog.bytes);
             }
-            st.enqueued += 1;
-            st.bytes_enqueued += size as u64;
             if start <= u.run_end {
                 st.dequeued += 1;
                 st.bytes_dequeued += size as u64;
@@ -430,12 +439,8 @@ impl Link {
         let Some(e) = self.eager.as_deref_mut() else { return };
         let st = &mut self.qdisc.stats;
         while let Some(b) = e.book.get(e.arrived).filter(|b| b.arrive <= t) {
-            st.arrivals += 1;
-            if b.refused {
-                st.drops[aqm::Cause::Overflow.index()] += 1;
-            } else {
-                st.enqueued += 1;
-                st.bytes_enqueued += b.size as u64;
+            count_arrival(st, b.refused, b.size);
+            if !b.refused {
                 e.queued.packets += 1;
                 e.queued.bytes += b.size as u64;
             }

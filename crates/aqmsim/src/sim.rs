@@ -90,9 +90,10 @@ const TAG_FLOW_TIMER: u32 = 11;
 impl crate::event::Packed for Ev {
     /// A 4-bit tag and a 28-bit link or flow index (`Sim::new` checks the flow count).
     /// The packed value orders events at equal times: a sample first (it sees the
-    /// state before anything at its time), then rate changes, transmitters, pipes,
-    /// delay lines, AQM timers, sources and flow timers; within a kind, by link or
-    /// flow index.
+    /// state before anything at its time), then AQM timers, rate changes,
+    /// transmitters, trace opportunities, pipes, delay lines, CBR sends, flow starts,
+    /// requests, application stops and flow timers; within a kind, by link or flow
+    /// index.
     #[inline]
     fn pack(self) -> u32 {
         let (tag, x) = match self {
@@ -659,25 +660,32 @@ impl Sim {
     fn account_drops(&mut self, li: usize) {
         let now = self.now.as_nanos();
         let l = &self.links[li];
-        let backlog = l.qdisc.backlog().bytes;
-        let d_est = probe_delay(&l.qdisc);
-        // the queueing delay at the drop: backlog over rate (Kuhn & Ros Fig. 4)
-        let drop_delay = (li == BOTTLENECK).then(|| (backlog as u128 * 8_000_000_000 / l.rate.bps().max(1) as u128) as u64);
-        for d in self.drops.drain(..) {
-            self.cons.dropped += 1;
-            if let Some(x) = drop_delay {
-                self.hists.drop_delay[d.cause.index()].record(x);
-            }
-            let f = &mut self.flows[d.pkt.flow as usize];
-            if d.pkt.kind.is_forward() {
-                f.drops += 1;
-            } else {
-                f.ack_drops += 1;
-            }
-            if let Some(log) = l.log {
+        let (backlog, d_est, log) = (l.qdisc.backlog().bytes, probe_delay(&l.qdisc), l.log);
+        let mut drops = std::mem::take(&mut self.drops);
+        for d in drops.drain(..) {
+            self.count_drop(li, d.cause, &d.pkt, backlog);
+            if let Some(log) = log {
                 let soj = d.sojourn.map_or(-1, |s| s.as_nanos() as i64);
                 self.rec_packets.push(now, log, d.pkt.flow, d.pkt.uid, d.pkt.kind as u8, d.pkt.size, EV_DROP, d.cause as u8 + 1, soj, backlog, d_est);
             }
+        }
+        self.drops = drops;
+    }
+
+    /// A dropped packet in the run's counters: conservation, the flow's drops, and
+    /// at the bottleneck the queueing delay at the drop, backlog over rate (Kuhn &
+    /// Ros Fig. 4).
+    fn count_drop(&mut self, li: usize, cause: aqm::Cause, pkt: &Packet, backlog_bytes: u64) {
+        self.cons.dropped += 1;
+        if li == BOTTLENECK {
+            let x = (backlog_bytes as u128 * 8_000_000_000 / self.links[li].rate.bps().max(1) as u128) as u64;
+            self.hists.drop_delay[cause.index()].record(x);
+        }
+        let f = &mut self.flows[pkt.flow as usize];
+        if pkt.kind.is_forward() {
+            f.drops += 1;
+        } else {
+            f.ack_drops += 1;
         }
     }
 
@@ -773,18 +781,8 @@ impl Sim {
                 Some(due)
             }
             Err(backlog) => {
-                // refused on overflow; counted in the link's stats when settled
-                self.cons.dropped += 1;
-                if li == BOTTLENECK {
-                    let x = (backlog as u128 * 8_000_000_000 / l.rate.bps().max(1) as u128) as u64;
-                    self.hists.drop_delay[aqm::Cause::Overflow.index()].record(x);
-                }
-                let f = &mut self.flows[p.flow as usize];
-                if p.kind.is_forward() {
-                    f.drops += 1;
-                } else {
-                    f.ack_drops += 1;
-                }
+                // refused on overflow (in the link's own stats when it counts or settles)
+                self.count_drop(li, aqm::Cause::Overflow, p, backlog);
                 None
             }
         }
