@@ -24,7 +24,7 @@ pub mod sys;
 pub mod trace;
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::os::fd::RawFd;
 
 use aqm::{Admit, Ctx, Departure, Dropped, Duration, Limit, Qdisc, Rate, Stats, Time};
@@ -209,6 +209,13 @@ pub struct Pipe {
     trace: Option<TraceTx>,
     /// Trace opportunities used and offered at the last sample.
     trace_mark: (u64, u64),
+    /// The time of the next sample (`Time::MAX` while none is due).
+    horizon: Time,
+    /// Transmissions the loop carried out, woken late, at virtual times after the next
+    /// sample's: (time, bytes, packets, trace bytes used). They belong to the interval
+    /// after it and are counted when that sample is taken, so that a late wake-up
+    /// does not move bytes into an interval they were not sent in.
+    ahead: VecDeque<(Time, u64, u64, u64)>,
 }
 
 impl Pipe {
@@ -217,16 +224,35 @@ impl Pipe {
         let rng = aqmsim::rng::stream(seed, &cfg.name);
         let trace = cfg.trace.clone().map(|trace| TraceTx { trace, base: Time::ZERO, next: 0, in_tx: None, used: 0 });
         let rate = cfg.rate;
-        Pipe { cfg, qdisc, rng, drops: Vec::new(), link_free: Time::ZERO, origin: None, rate, step: 0, line: BinaryHeap::new(), line_seq: 0, busy_total: 0, tx_bytes: 0, tx_packets: 0, delivered: 0, write_errors: 0, mark: Mark::default(), log, trace, trace_mark: (0, 0) }
+        Pipe { cfg, qdisc, rng, drops: Vec::new(), link_free: Time::ZERO, origin: None, rate, step: 0, line: BinaryHeap::new(), line_seq: 0, busy_total: 0, tx_bytes: 0, tx_packets: 0, delivered: 0, write_errors: 0, mark: Mark::default(), log, trace, trace_mark: (0, 0), horizon: Time::MAX, ahead: VecDeque::new() }
     }
 
     /// The run starts: a trace starts over from its first line, the rate schedule
     /// counts from here.
-    fn start(&mut self, origin: Time) {
+    fn start(&mut self, origin: Time, first_sample: Time) {
         self.origin = Some(origin);
+        self.horizon = first_sample;
         if let Some(tx) = &mut self.trace {
             tx.base = origin;
             tx.next = 0;
+        }
+    }
+
+    /// Count a transmission at virtual time `at`: now, or at the sample after the next
+    /// if `at` lies beyond the next sample's time.
+    fn count_tx(&mut self, at: Time, bytes: u64, packets: u64, used: u64) {
+        if at > self.horizon {
+            self.ahead.push_back((at, bytes, packets, used));
+        } else {
+            self.add_tx(bytes, packets, used);
+        }
+    }
+
+    fn add_tx(&mut self, bytes: u64, packets: u64, used: u64) {
+        self.tx_bytes += bytes;
+        self.tx_packets += packets;
+        if let Some(tx) = &mut self.trace {
+            tx.used += used;
         }
     }
 
@@ -263,6 +289,7 @@ impl Pipe {
             }
             self.trace.as_mut().unwrap().next += 1;
             let mut credit = trace::OPPORTUNITY_BYTES;
+            let (mut bytes, mut packets) = (0, 0);
             while credit > 0 {
                 if self.trace.as_ref().unwrap().in_tx.is_none() {
                     if self.qdisc.backlog().is_empty() {
@@ -277,14 +304,14 @@ impl Pipe {
                 let take = credit.min(*left);
                 *left -= take;
                 credit -= take;
-                tx.used += take;
                 if *left == 0 {
                     let (pkt, _) = tx.in_tx.take().unwrap();
-                    self.tx_bytes += pkt.len as u64;
-                    self.tx_packets += 1;
+                    bytes += pkt.len as u64;
+                    packets += 1;
                     self.to_line(t, pkt);
                 }
             }
+            self.count_tx(t, bytes, packets, trace::OPPORTUNITY_BYTES - credit);
         }
     }
 
@@ -352,8 +379,7 @@ impl Pipe {
             let tx = self.rate_at(start).tx_time(pkt.len as u64);
             self.link_free = start + tx;
             self.busy_total += tx.as_nanos();
-            self.tx_bytes += pkt.len as u64;
-            self.tx_packets += 1;
+            self.count_tx(start, pkt.len as u64, 1, 0);
             self.to_line(self.link_free, pkt);
         }
     }
@@ -429,7 +455,9 @@ impl Pipe {
         self.busy_total - self.link_free.saturating_since(t).as_nanos()
     }
 
-    fn sample(&mut self, t: Time, rt: u64, index: u8, interval: Duration, s: &mut LinkSeries) {
+    /// Close the interval ending at `t`; `next` is the next sample's time
+    /// (`Time::MAX` if none follows).
+    fn sample(&mut self, t: Time, next: Time, rt: u64, index: u8, interval: Duration, s: &mut LinkSeries) {
         let mut busy = self.busy_until(t);
         let mut capacity = self.mean_rate_bps(Time::from_nanos(t.as_nanos().saturating_sub(interval.as_nanos())), t);
         if let Some(tx) = &self.trace {
@@ -467,6 +495,16 @@ impl Pipe {
         s.drop_prob.push(probe.drop_prob.unwrap_or(f64::NAN));
         s.aqm_delay_ns.push(probe.delay_estimate.map_or(-1, |d| d.as_nanos() as i64));
         self.mark = Mark { busy, tx_bytes: self.tx_bytes, tx_packets: self.tx_packets, stats: st };
+        // the next interval starts: what was sent ahead of this sample, up to the
+        // next one, is now counted
+        self.horizon = next;
+        while let Some(&(at, bytes, packets, used)) = self.ahead.front() {
+            if at > next {
+                break;
+            }
+            self.ahead.pop_front();
+            self.add_tx(bytes, packets, used);
+        }
     }
 
     fn in_flight(&self) -> u64 {
@@ -651,10 +689,10 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
                         let origin = Time::from_nanos(abs.saturating_sub(epoch));
                         rec.origin = Some(origin);
                         rec.end = origin + Duration::from_nanos(dur);
-                        for p in pipes.iter_mut() {
-                            p.start(origin);
-                        }
                         next_sample = origin + cfg.interval;
+                        for p in pipes.iter_mut() {
+                            p.start(origin, next_sample);
+                        }
                         base = pipes.iter().map(|p| (p.qdisc.stats, p.write_errors)).collect();
                         cpu0 = thread_cpu_ns();
                     }
@@ -709,10 +747,12 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
         }
         while next_sample <= now && next_sample <= rec.end {
             let rt = rec.rel(next_sample).unwrap_or(0);
+            let after = next_sample + cfg.interval;
+            let horizon = if after <= rec.end { after } else { Time::MAX };
             for (i, p) in pipes.iter_mut().enumerate() {
-                p.sample(next_sample, rt, i as u8, cfg.interval, &mut rec.series);
+                p.sample(next_sample, horizon, rt, i as u8, cfg.interval, &mut rec.series);
             }
-            next_sample += cfg.interval;
+            next_sample = after;
         }
         // sleep until the next deadline, then spin the last stretch
         let sample_due = if next_sample <= rec.end { next_sample } else { Time::MAX };
@@ -830,7 +870,7 @@ mod tests {
         let mut cfg = config(None);
         cfg.schedule = vec![(Duration::from_millis(2), Rate::from_mbps(6))];
         let (mut p, mut pool, mut rec) = (Pipe::new(cfg, 1, None), Pool::default(), recorder());
-        p.start(Time::from_millis(3));
+        p.start(Time::from_millis(3), Time::MAX);
         send(&mut p, Time::from_micros(3_500), &[750, 1500, 1500, 1500], &mut pool, &mut rec);
         p.service(Time::from_millis(20), &mut rec, &mut pool);
         // 3.5 -> 4.0, 4.0 -> 5.0 (starts before the step at 5 ms), 5.0 -> 7.0, 7.0 -> 9.0
@@ -875,10 +915,34 @@ mod tests {
     }
 
     #[test]
+    fn a_late_wake_up_counts_each_transmission_in_the_interval_it_was_sent_in() {
+        // 12 Mbps: 1500 B take 1 ms; samples every 2 ms. The loop wakes at 5 ms and
+        // sends back to back from 0: transmissions start at 0, 1, ..., 4 ms.
+        let (mut p, mut pool, mut rec) = (pipe(None), Pool::default(), recorder());
+        let ms = Time::from_millis;
+        p.start(ms(0), ms(2));
+        send(&mut p, ms(0), &[1500; 5], &mut pool, &mut rec);
+        p.service(ms(5), &mut rec, &mut pool);
+        let iv = Duration::from_millis(2);
+        // intervals (0, 2], (2, 4], (4, 6]: starts at 0, 1, 2 | 3, 4 | none
+        p.sample(ms(2), ms(4), 0, 0, iv, &mut rec.series);
+        p.sample(ms(4), ms(6), 0, 0, iv, &mut rec.series);
+        p.sample(ms(6), Time::MAX, 0, 0, iv, &mut rec.series);
+        assert_eq!(rec.series.tx_packets, [3, 2, 0]);
+        assert_eq!(rec.series.tx_bytes, [4500, 3000, 0]);
+        // and busy time: 2 ms, 2 ms, the last millisecond
+        assert_eq!(rec.series.busy_ns, [2_000_000, 2_000_000, 1_000_000]);
+        // after the last sample, transmissions count at once
+        send(&mut p, ms(7), &[750], &mut pool, &mut rec);
+        p.service(ms(7), &mut rec, &mut pool);
+        assert_eq!((p.tx_packets, p.tx_bytes), (6, 8250));
+    }
+
+    #[test]
     fn trace_link_shares_and_splits_opportunities_like_mahimahi() {
         // opportunities at 1, 1, 2 ms, then 3, 3, 4 ms, ... of 1504 B each
         let (mut p, mut pool, mut rec) = (pipe(Some(Trace::new(vec![1, 1, 2]).unwrap())), Pool::default(), recorder());
-        p.start(Time::ZERO);
+        p.start(Time::ZERO, Time::MAX);
         // two 1000 B packets: the first fits in opportunity 1, the second takes the
         // remaining 504 B of it and 496 B of opportunity 2 (also at 1 ms)
         send(&mut p, Time::ZERO, &[1000, 1000], &mut pool, &mut rec);
