@@ -235,6 +235,11 @@ pub struct Sim {
     /// the heap's top and the smallest head, found by a scan. Same order, no heap
     /// work for the most frequent event.
     pipe_heads: Vec<u128>,
+    /// The smallest of `pipe_heads`, unless `heads_stale` (the smallest was taken):
+    /// then the next `next_event` scans for it again. A head is only ever set in an
+    /// empty slot, so setting one cannot raise the minimum.
+    head_min: u128,
+    heads_stale: bool,
     heads_apart: bool,
     links: Vec<Link>,
     groups: Vec<Group>,
@@ -414,6 +419,8 @@ impl Sim {
             end,
             events: EventQueue::default(),
             pipe_heads: vec![u128::MAX; nlinks],
+            head_min: u128::MAX,
+            heads_stale: false,
             heads_apart: nlinks <= MAX_LINKS_APART,
             links,
             groups,
@@ -475,21 +482,21 @@ impl Sim {
     #[inline]
     fn next_event(&mut self, until: Time) -> Option<(Time, u32)> {
         let hk = self.events.peek_key().unwrap_or(u128::MAX);
-        let (mut pi, mut pk) = (0, u128::MAX);
-        if self.heads_apart {
-            for (i, &k) in self.pipe_heads.iter().enumerate() {
-                if k < pk {
-                    (pi, pk) = (i, k);
-                }
-            }
+        if self.heads_stale {
+            self.head_min = self.pipe_heads.iter().copied().min().unwrap_or(u128::MAX);
+            self.heads_stale = false;
         }
+        let pk = self.head_min;
         let k = hk.min(pk);
         if k == u128::MAX || (k >> 64) as u64 > until.as_nanos() {
             return None;
         }
         if pk < hk {
-            self.pipe_heads[pi] = u128::MAX;
-            return Some((Time::from_nanos((k >> 64) as u64), (k >> 32) as u32));
+            // the key's event is Arrive(link)
+            let v = (k >> 32) as u32;
+            self.pipe_heads[(v & ((1 << 28) - 1)) as usize] = u128::MAX;
+            self.heads_stale = true;
+            return Some((Time::from_nanos((k >> 64) as u64), v));
         }
         self.events.pop_packed()
     }
@@ -498,7 +505,10 @@ impl Sim {
     #[inline]
     fn schedule_arrive(&mut self, li: usize, t: Time) {
         if self.heads_apart {
-            self.pipe_heads[li] = crate::event::entry(t, 0, Ev::Arrive(li as u16));
+            debug_assert_eq!(self.pipe_heads[li], u128::MAX, "a head is set in an empty slot");
+            let k = crate::event::entry(t, 0, Ev::Arrive(li as u16));
+            self.pipe_heads[li] = k;
+            self.head_min = self.head_min.min(k);
         } else {
             self.events.push(t, Ev::Arrive(li as u16));
         }
