@@ -654,8 +654,13 @@ impl TcpSender {
             }
         } else if newly_acked == 0 && ack == prior_una && self.outstanding() > 0 && self.rwnd_segments == prior_rwnd {
             // Non-SACK: a duplicate ACK (RFC 5681 §2) counts as one segment delivered.
+            // After a timeout, only once new data went out beyond what was outstanding
+            // at the timeout (Linux `tcp_process_loss`): before that, the duplicate
+            // ACKs answer go-back-N retransmissions of segments the receiver already
+            // holds, and must not clock out more of them.
             self.dupacks += 1;
-            if self.reno_sacked + 1 < self.outstanding() {
+            let counts = self.ca_state != CaState::Loss || self.snd_nxt > self.recovery_point;
+            if counts && self.reno_sacked + 1 < self.outstanding() {
                 self.reno_sacked += 1;
                 delivered += 1;
             }
@@ -680,6 +685,10 @@ impl TcpSender {
             snd_nxt: self.snd_nxt,
         };
         self.cc.on_rtt(&mut self.w, &sample);
+        // RFC 5681 §3.1: cwnd grows only on an ACK that acknowledges new data (Linux
+        // `tcp_may_raise_cwnd`: FLAG_DATA_ACKED), by what that ACK delivered, SACKed
+        // segments included; an ACK that only SACKs or duplicates does not raise it.
+        let raise = newly_acked > 0 && delivered > 0;
         match self.ca_state {
             CaState::Open => {
                 if self.lost_out > 0 {
@@ -698,7 +707,7 @@ impl TcpSender {
                     self.send_cwr = true;
                     self.stats.ecn_reductions += 1;
                     self.prr(delivered);
-                } else if delivered > 0 {
+                } else if raise {
                     self.cc.on_ack(&mut self.w, &sample);
                 }
             }
@@ -736,7 +745,7 @@ impl TcpSender {
                 if self.snd_una >= self.recovery_point {
                     self.ca_state = CaState::Open;
                 }
-                if delivered > 0 {
+                if raise {
                     self.cc.on_ack(&mut self.w, &sample);
                 }
             }
