@@ -70,8 +70,10 @@ pub struct Packet {
     pub rwnd: u64,
     /// When the endpoint sent it (also the TCP timestamp value, RFC 7323).
     pub sent_at: Time,
-    /// Data: the timestamp echoed (TSecr, RFC 7323 §3: `sent_at` of the newest ACK
-    /// the sender had), in ns; 0 = none. Lets the receiver measure the RTT.
+    /// The timestamp echoed (TSecr, RFC 7323 §3), in ns; 0 = none. Data: `sent_at`
+    /// of the newest ACK the sender had (lets the receiver measure the RTT). ACK:
+    /// the receiver's TS.Recent (§4.3; lets the sender measure the RTT of
+    /// retransmitted data).
     pub ts_echo: u64,
     pub flow: u32,
     /// The flow's connection that sent it: a flow that opens a new connection per

@@ -202,8 +202,10 @@ fn prr_reduces_the_window_to_ssthresh_by_the_end_of_recovery() {
     let mut p = Pair::new(TcpConfig { cc: aqmsim::tcp::CcKind::Newreno, ..cfg() }, |seq, retx, _| seq == 200 && !retx);
     p.start(None);
     let mut saw_recovery = false;
-    for ms in (0..20_000).step_by(5) {
-        p.run(Time::from_millis(ms));
+    // steps of 100 us, shorter than the time between two ACKs: the window is read
+    // right after the ACK that ends recovery, before the next one raises it
+    for us in (0..20_000_000).step_by(100) {
+        p.run(Time::from_micros(us));
         if p.snd.ca_state == CaState::Recovery {
             saw_recovery = true;
         } else if saw_recovery {
@@ -366,4 +368,86 @@ fn a_persistent_connection_restarts_from_the_initial_window_after_idling() {
         // the second response's last segment carries the 7 odd bytes
         assert_eq!(p.rcv.bytes_delivered, 400 * 1460 + 7);
     }
+}
+
+/// An ACK as the receiver would send it: cumulative `seq`, at most one SACK block,
+/// the echoed timestamp.
+fn ack(seq: u64, sack: Option<(u64, u64)>, echo: Time, at: Time) -> Packet {
+    let mut a = Packet::new(0, 0, Kind::Ack, 40, at);
+    a.seq = seq;
+    a.rwnd = 1 << 40;
+    if let Some((s, e)) = sack {
+        a.sack.push(seq, s, e);
+    }
+    a.ts_echo = echo.as_nanos();
+    a
+}
+
+#[test]
+fn only_an_ack_of_new_data_raises_the_window() {
+    // RFC 5681 §3.1 (Linux `tcp_may_raise_cwnd`): slow start adds what an ACK that
+    // advances the edge delivered; an ACK that only SACKs adds nothing.
+    let mut s = TcpSender::new(0, &cfg());
+    let mut out = Vec::new();
+    s.start(Time::ZERO, None, &mut out);
+    assert_eq!((out.len(), s.w.cwnd), (10, 10.0));
+    let t = Time::from_millis(100);
+    s.on_packet(&ack(1, None, Time::ZERO, t), t, &mut out);
+    assert_eq!(s.w.cwnd, 11.0);
+    // segment 1 is missing; 2 and then 3 arrive: two SACK-only ACKs, below dupthresh
+    s.on_packet(&ack(1, Some((2, 3)), Time::ZERO, t), t, &mut out);
+    s.on_packet(&ack(1, Some((2, 4)), Time::ZERO, t), t, &mut out);
+    assert_eq!((s.w.cwnd, s.ca_state), (11.0, CaState::Open));
+    // segment 1 arrives: the ACK to 5 delivers 1 and 4 (2 and 3 counted when SACKed)
+    s.on_packet(&ack(5, None, Time::ZERO, t), t, &mut out);
+    assert_eq!(s.w.cwnd, 13.0);
+    s.check_invariants().unwrap();
+}
+
+#[test]
+fn after_a_timeout_without_sack_duplicate_acks_do_not_clock_out_go_back_n() {
+    // Linux `tcp_process_loss`: in the loss state, a Reno duplicate ACK counts as a
+    // delivered segment only once data beyond the timeout's high mark was sent.
+    let mut s = TcpSender::new(0, &TcpConfig { sack: false, ..cfg() });
+    let mut out = Vec::new();
+    s.start(Time::ZERO, None, &mut out);
+    out.clear();
+    let rto = s.poll_at().unwrap();
+    s.on_timer(rto, &mut out);
+    assert_eq!((s.ca_state, s.w.cwnd, out.len()), (CaState::Loss, 1.0, 1));
+    assert!(out[0].retx() && out[0].seq == 0);
+    out.clear();
+    // late duplicate ACKs for segments 1..9 of the first flight
+    for _ in 0..5 {
+        s.on_packet(&ack(0, None, Time::ZERO, rto), rto, &mut out);
+    }
+    assert!(out.is_empty(), "resent {:?}", out.iter().map(|p| p.seq).collect::<Vec<_>>());
+    assert_eq!(s.w.cwnd, 1.0);
+    s.check_invariants().unwrap();
+}
+
+#[test]
+fn the_echoed_timestamp_of_a_retransmission_samples_the_rtt_and_ends_the_back_off() {
+    // Karn's rule gives no sample from retransmitted data; the timestamp echo does
+    // (RFC 7323 §4.1, Linux `tcp_ack_update_rtt`), and a sample ends the back-off
+    // (RFC 6298 §5.7).
+    let mut s = TcpSender::new(0, &cfg());
+    let mut out = Vec::new();
+    s.start(Time::ZERO, None, &mut out);
+    out.clear();
+    let rto = s.poll_at().unwrap();
+    s.on_timer(rto, &mut out);
+    assert_eq!(s.rtt.backoffs(), 1);
+    let back = rto + Duration::from_millis(120);
+    // the retransmission of segment 0 arrived (with 1..9 held): ACK to 10, echoing
+    // the retransmission's send time
+    s.on_packet(&ack(10, None, rto, back), back, &mut out);
+    assert_eq!(s.rtt.backoffs(), 0);
+    assert_eq!(s.rtt.srtt(), Some(Duration::from_millis(120)));
+    // without an echo, no sample: the back-off stays
+    let mut s = TcpSender::new(0, &cfg());
+    s.start(Time::ZERO, None, &mut out);
+    s.on_timer(rto, &mut out);
+    s.on_packet(&ack(10, None, Time::ZERO, back), back, &mut out);
+    assert_eq!((s.rtt.backoffs(), s.rtt.srtt()), (1, None));
 }

@@ -53,6 +53,10 @@ pub struct TcpReceiver {
     recent: [Option<u64>; SackBlocks::MAX],
     unacked: u32,
     delack_deadline: Option<Time>,
+    /// RFC 7323 §4.3: TS.Recent, the timestamp to echo on ACKs, and Last.ACK.sent,
+    /// the cumulative ACK last sent.
+    ts_recent: u64,
+    last_ack_sent: u64,
     /// ECN negotiated (RFC 3168 §6.1.1).
     ecn: bool,
     /// Echo ECE on every ACK until a CWR arrives (RFC 3168 §6.1.3).
@@ -89,6 +93,8 @@ impl TcpReceiver {
             recent: [None; SackBlocks::MAX],
             unacked: 0,
             delack_deadline: None,
+            ts_recent: 0,
+            last_ack_sent: 0,
             ecn: cfg.ecn,
             ece: false,
             bytes_delivered: 0,
@@ -135,6 +141,13 @@ impl TcpReceiver {
         if let (Some(pal), true) = (self.palermo.as_deref_mut(), p.ts_echo > 0) {
             // RFC 7323 §4.3 at the receiver (Linux `tcp_rcv_rtt_measure_ts`).
             pal.on_rtt(now, now.saturating_since(aqm::Time::from_nanos(p.ts_echo)), self.bytes_received);
+        }
+        // RFC 7323 §4.3 (2): TS.Recent takes the segment's timestamp if the segment
+        // starts at or before the edge last acknowledged: with delayed ACKs the
+        // echo is the older segment's, past a hole it stays the last in-order one,
+        // and the segment that fills a hole (a retransmission) has its own echoed.
+        if seq <= self.last_ack_sent {
+            self.ts_recent = self.ts_recent.max(p.sent_at.as_nanos());
         }
         if seq < self.rcv_nxt || self.holds(seq) {
             // A duplicate: ACK at once so the sender learns what arrived.
@@ -292,6 +305,9 @@ impl TcpReceiver {
         self.last_rwnd = a.rwnd;
         a.sack = self.sack_blocks();
         a.set_flag(Packet::ECE, self.ece);
+        // RFC 7323 §4.3 (3): TSecr = TS.Recent
+        a.ts_echo = self.ts_recent;
+        self.last_ack_sent = self.rcv_nxt;
         out.push(a);
         self.unacked = 0;
         self.delack_deadline = None;
@@ -319,6 +335,31 @@ mod tests {
 
     fn rx(quickack: u32) -> TcpReceiver {
         TcpReceiver::new(0, &TcpConfig { quickack, ..TcpConfig::default() })
+    }
+
+    #[test]
+    fn acks_echo_ts_recent_by_rfc7323_rules() {
+        // RFC 7323 §4.3: TS.Recent takes a segment's timestamp when the segment
+        // starts at or before the last ACK's edge
+        let mut r = rx(0);
+        let mut out = Vec::new();
+        let sent = |seq: u64, ms: u64| {
+            let mut p = data(seq);
+            p.sent_at = Time::from_millis(ms);
+            p
+        };
+        let echo = |out: &Vec<Packet>| out.last().unwrap().ts_echo / 1_000_000;
+        // delayed ACK of 0 and 1: the older segment's time (0 is at the edge, 1 beyond it)
+        r.on_packet(&sent(0, 10), Time::from_millis(60), &mut out);
+        r.on_packet(&sent(1, 11), Time::from_millis(61), &mut out);
+        assert_eq!((out.len(), echo(&out)), (1, 10));
+        // 2 is lost; 3 and 4 arrive out of order: the echo stays 2's predecessor's...
+        r.on_packet(&sent(3, 13), Time::from_millis(63), &mut out);
+        r.on_packet(&sent(4, 14), Time::from_millis(64), &mut out);
+        assert_eq!((out.len(), echo(&out)), (3, 10));
+        // ...until the retransmission of 2, sent at 200 ms, fills the hole
+        r.on_packet(&sent(2, 200), Time::from_millis(250), &mut out);
+        assert_eq!((out.len(), out.last().unwrap().seq, echo(&out)), (4, 5, 200));
     }
 
     #[test]

@@ -638,10 +638,20 @@ impl TcpSender {
             Some(t) if !retrans_acked => Some(now - t),
             _ => sack_first_sent.map(|t| now - t),
         };
+        // Failing that, the timestamp echoed by an ACK of new data (RFC 7323 §4.1;
+        // Linux `tcp_ack_update_rtt`, timestamps on by default): it dates the segment
+        // that advanced the edge, a retransmission included, so an RTT sample (and
+        // the end of the timer's back-off, RFC 6298 §5.7) does not wait for data
+        // sent once.
+        let ts_rtt = match seq_rtt {
+            None if newly_acked > 0 && a.ts_echo > 0 => Some(now.saturating_since(Time::from_nanos(a.ts_echo))),
+            _ => None,
+        };
+        let seq_rtt = seq_rtt.or(ts_rtt);
         if let Some(r) = seq_rtt {
             self.rtt.sample(r);
         }
-        let ca_rtt = newest_sent.map(|t| now - t);
+        let ca_rtt = newest_sent.map(|t| now - t).or(ts_rtt);
         if let Some(r) = ca_rtt {
             self.note_rtt(r);
         }
