@@ -62,13 +62,15 @@ def distribution(values: np.ndarray, ps: Sequence[int] = QUEUE_PERCENTILES, extr
     return out
 
 
-def hist_distribution(info: dict[str, Any] | None, lo: np.ndarray, hi: np.ndarray, count: np.ndarray, ps: Sequence[int] = QUEUE_PERCENTILES, extremes: bool = True, scale: float = 1e-6) -> dict[str, float | None]:
+def hist_distribution(info: dict[str, Any] | None, lo: np.ndarray, hi: np.ndarray, count: np.ndarray, ps: Sequence[int] = QUEUE_PERCENTILES, extremes: bool = True, per: float = 1e6) -> dict[str, float | None]:
     """`distribution` from a streaming histogram (its non-empty buckets `[lo, hi)`
     in value order with their counts, and its exact count, sum, min and max): every
     value is taken as its bucket's midpoint (within 1/256 of the value, see
     crates/aqmsim/src/hist.rs), then percentiles interpolate linearly between
-    neighbouring ranks as numpy's default does. Mean and max are exact. `scale`
-    turns ns into the unit of the result (ms by default)."""
+    neighbouring ranks as numpy's default does. Mean and max are exact. `per` is
+    the ns in the unit of the result (ms by default); values are divided by it, as
+    the packet rows are (`sojourn_ns / 1e6`), so that both give the same max to
+    the last bit."""
     n = int(info["count"]) if info else 0
     if n == 0 or len(count) == 0:
         return distribution(np.array([]), ps, extremes)
@@ -79,10 +81,10 @@ def hist_distribution(info: dict[str, Any] | None, lo: np.ndarray, hi: np.ndarra
     xa = mid[np.searchsorted(cum, below, side="right")]
     xb = mid[np.searchsorted(cum, above, side="right")]
     qs = xa + (h - below) * (xb - xa)
-    out: dict[str, float | None] = {f"p{p}": _num(q * scale) for p, q in zip(ps, qs)}
+    out: dict[str, float | None] = {f"p{p}": _num(q / per) for p, q in zip(ps, qs)}
     if extremes:
-        out["max"] = _num(info["max_ns"] * scale)
-    out["mean"] = _num(info["sum_ns"] / n * scale)
+        out["max"] = _num(info["max_ns"] / per)
+    out["mean"] = _num(info["sum_ns"] / n / per)
     return out
 
 
