@@ -230,14 +230,15 @@ pub struct Sim {
     pub now: Time,
     end: Time,
     events: EventQueue<Ev>,
-    /// With few links, each pipe's head arrival is kept here, as its event-queue key
-    /// (`u128::MAX`: none), instead of in the heap: the next event is the smaller of
-    /// the heap's top and the smallest head, found by a scan. Same order, no heap
-    /// work for the most frequent event.
-    pipe_heads: Vec<u128>,
-    /// The smallest of `pipe_heads`, unless `heads_stale` (the smallest was taken):
-    /// then the next `next_event` scans for it again. A head is only ever set in an
-    /// empty slot, so setting one cannot raise the minimum.
+    /// With few links, each pipe's head arrival time (ns; `u64::MAX`: none) is kept
+    /// here instead of in the heap: the next event is the smaller of the heap's top
+    /// and the earliest head (as the key of `Ev::Arrive(link)`, so that the order is
+    /// the heap's: by time, then by link). Same order, no heap work for the most
+    /// frequent event.
+    pipe_heads: Vec<u64>,
+    /// The key of the earliest of `pipe_heads`, unless `heads_stale` (the earliest
+    /// was taken): then the next `next_event` scans for it again. A head is only
+    /// ever set in an empty slot, so setting one cannot raise the minimum.
     head_min: u128,
     heads_stale: bool,
     heads_apart: bool,
@@ -418,7 +419,7 @@ impl Sim {
             now: Time::ZERO,
             end,
             events: EventQueue::default(),
-            pipe_heads: vec![u128::MAX; nlinks],
+            pipe_heads: vec![u64::MAX; nlinks],
             head_min: u128::MAX,
             heads_stale: false,
             heads_apart: nlinks <= MAX_LINKS_APART,
@@ -483,7 +484,15 @@ impl Sim {
     fn next_event(&mut self, until: Time) -> Option<(Time, u32)> {
         let hk = self.events.peek_key().unwrap_or(u128::MAX);
         if self.heads_stale {
-            self.head_min = self.pipe_heads.iter().copied().min().unwrap_or(u128::MAX);
+            // the first of the earliest: at equal times the lower link comes first,
+            // as in the heap's key
+            let (mut li, mut t) = (0, u64::MAX);
+            for (i, &h) in self.pipe_heads.iter().enumerate() {
+                if h < t {
+                    (li, t) = (i, h);
+                }
+            }
+            self.head_min = if t == u64::MAX { u128::MAX } else { crate::event::entry(Time::from_nanos(t), 0, Ev::Arrive(li as u16)) };
             self.heads_stale = false;
         }
         let pk = self.head_min;
@@ -494,7 +503,7 @@ impl Sim {
         if pk < hk {
             // the key's event is Arrive(link)
             let v = (k >> 32) as u32;
-            self.pipe_heads[(v & ((1 << 28) - 1)) as usize] = u128::MAX;
+            self.pipe_heads[(v & ((1 << 28) - 1)) as usize] = u64::MAX;
             self.heads_stale = true;
             return Some((Time::from_nanos((k >> 64) as u64), v));
         }
@@ -505,10 +514,9 @@ impl Sim {
     #[inline]
     fn schedule_arrive(&mut self, li: usize, t: Time) {
         if self.heads_apart {
-            debug_assert_eq!(self.pipe_heads[li], u128::MAX, "a head is set in an empty slot");
-            let k = crate::event::entry(t, 0, Ev::Arrive(li as u16));
-            self.pipe_heads[li] = k;
-            self.head_min = self.head_min.min(k);
+            debug_assert_eq!(self.pipe_heads[li], u64::MAX, "a head is set in an empty slot");
+            self.pipe_heads[li] = t.as_nanos();
+            self.head_min = self.head_min.min(crate::event::entry(t, 0, Ev::Arrive(li as u16)));
         } else {
             self.events.push(t, Ev::Arrive(li as u16));
         }
