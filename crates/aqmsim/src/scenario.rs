@@ -709,9 +709,9 @@ impl Scenario {
             }
         }
         let nflows: u64 = self.flows.iter().map(|g| g.common.count as u64).sum();
-        // the simulator's events carry a flow index in 28 bits (`sim::MAX_FLOWS`)
-        if nflows >= 1 << 28 {
-            return Err(err("flows", format!("{nflows} flows are too many (at most {})", (1u64 << 28) - 1)));
+        // the simulator's events carry a flow index in 28 bits
+        if nflows > crate::sim::MAX_FLOWS {
+            return Err(err("flows", format!("{nflows} flows are too many (at most {})", crate::sim::MAX_FLOWS)));
         }
         for (i, sel) in self.record.flow_trace.iter().enumerate() {
             match sel {

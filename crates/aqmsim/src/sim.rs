@@ -86,9 +86,15 @@ const MAX_LINKS_APART: usize = 32;
 const TAG_TX_FREE: u32 = 3;
 const TAG_ARRIVE: u32 = 5;
 const TAG_FLOW_TIMER: u32 = 11;
+/// A packed event is `tag << TAG_SHIFT | index`.
+const TAG_SHIFT: u32 = 28;
+const INDEX_MASK: u32 = (1 << TAG_SHIFT) - 1;
+/// The most flows a run may have: their index fits an event's 28 bits (checked when
+/// the scenario is validated).
+pub(crate) const MAX_FLOWS: u64 = INDEX_MASK as u64;
 
 impl crate::event::Packed for Ev {
-    /// A 4-bit tag and a 28-bit link or flow index (`Sim::new` checks the flow count).
+    /// A 4-bit tag and a 28-bit link or flow index (`MAX_FLOWS`).
     /// The packed value orders events at equal times: a sample first (it sees the
     /// state before anything at its time), then AQM timers, rate changes,
     /// transmitters, trace opportunities, pipes, delay lines, CBR sends, flow starts,
@@ -110,13 +116,13 @@ impl crate::event::Packed for Ev {
             Ev::AppStop(f) => (10, f),
             Ev::FlowTimer(f) => (TAG_FLOW_TIMER, f),
         };
-        debug_assert!(x < 1 << 28);
-        tag << 28 | x
+        debug_assert!(x <= INDEX_MASK);
+        tag << TAG_SHIFT | x
     }
     #[inline]
     fn unpack(v: u32) -> Self {
-        let x = v & ((1 << 28) - 1);
-        match v >> 28 {
+        let x = v & INDEX_MASK;
+        match v >> TAG_SHIFT {
             0 => Ev::Sample,
             1 => Ev::AqmTimer(x as u16),
             2 => Ev::RateStep(x as u16),
@@ -503,7 +509,7 @@ impl Sim {
         if pk < hk {
             // the key's event is Arrive(link)
             let v = (k >> 32) as u32;
-            self.pipe_heads[(v & ((1 << 28) - 1)) as usize] = u64::MAX;
+            self.pipe_heads[(v & INDEX_MASK) as usize] = u64::MAX;
             self.heads_stale = true;
             return Some((Time::from_nanos((k >> 64) as u64), v));
         }
@@ -526,8 +532,8 @@ impl Sim {
     #[inline]
     fn dispatch_packed(&mut self, v: u32) {
         use crate::event::Packed;
-        let x = (v & ((1 << 28) - 1)) as usize;
-        match v >> 28 {
+        let x = (v & INDEX_MASK) as usize;
+        match v >> TAG_SHIFT {
             TAG_ARRIVE => self.on_arrive(x),
             TAG_TX_FREE => self.on_tx_free(x),
             TAG_FLOW_TIMER => self.on_flow_timer(x),
