@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::queue::{Backlog, Limit};
 use crate::time::Time;
-use crate::{Admit, Aqm, AqmParams, Ctx, Departure, Dropped, Probe, QPacket, Stats};
+use crate::{Admit, Aqm, Ctx, Departure, Dropped, Probe, QPacket, Stats};
+// implemented by each AQM's file; kept in lib.rs beside `Aqm`
+pub use crate::AqmParams;
 
 /// Name, one-line description, source, and the parameter documentation of each kind.
 pub struct KindInfo {
