@@ -341,7 +341,7 @@ fn every_builtin_scenario_conserves_packets_for_a_few_seconds() {
             aqmsim::scenario::StartSpec::At(t) => t,
             aqmsim::scenario::StartSpec::Uniform(_, b) => b,
         });
-        let latest = starts.chain(sc.dumbbell().unwrap().schedule.iter().map(|s| s.at)).max().unwrap();
+        let latest = starts.chain(sc.dumbbell().into_iter().flat_map(|b| b.schedule.iter().map(|s| s.at))).max().unwrap();
         let short = (latest + aqmsim::aqm::Duration::from_secs(3)).max(aqmsim::aqm::Duration::from_secs(5)).min(sc.duration);
         let sc = builtin_scenario(name, &[&format!("duration=\"{short}\""), "record.packets=false"]);
         let o = run(&sc);
