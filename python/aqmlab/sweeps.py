@@ -194,6 +194,23 @@ class SweepResult:
     def run_dir(self, run: RunSpec | str) -> Path:
         return self.out / "runs" / (run if isinstance(run, str) else run.name)
 
+    def load(self):
+        """The sweep folder as an `aqmlab.Sweep` (runs, series, figures)."""
+        from .folders import Sweep
+
+        return Sweep(self.out)
+
+    def plot(self, kind: str, **style: Any):
+        """A matplotlib Figure of the sweep's series (`aqmlab.plots.kinds()`)."""
+        return self.load().plot(kind, **style)
+
+    def _repr_html_(self) -> str:
+        return self.load()._repr_html_()
+
+
+class SweepFailed(RuntimeError):
+    """Every run of a sweep failed (the message gives the first error)."""
+
 
 def build_grid(
     spec: Union[str, os.PathLike[str], Grid, Mapping[str, Any], None] = None,
@@ -296,8 +313,12 @@ def run_plan(
     label: str = "sweep",
     on_failure: Optional[Callable[[str, str], None]] = None,
     extra: Optional[Mapping[str, Any]] = None,
+    command: Optional[Sequence[str]] = None,
 ) -> SweepResult:
-    """Run (or resume) the runs of a validated plan into `out`."""
+    """Run (or resume) the runs of a validated plan into `out`; manifest.json records
+    how (the command line, host, versions, start and wall time of this sitting)."""
+    from . import manifest as _manifest
+
     out = Path(out).absolute()
     check_sweep_dir(out)
     runs_dir, fail_dir = out / "runs", out / "failures"
@@ -319,6 +340,7 @@ def run_plan(
     if jobs is None:
         jobs = os.cpu_count() or 1
     show = sys.stderr.isatty() if progress is None else progress
+    started = _manifest.now_utc()
     t0 = time.perf_counter()
     try:
         if tasks:
@@ -342,8 +364,40 @@ def run_plan(
     if compare and (res.ran + res.skipped) > 0:
         from . import comparison as _compare
 
-        res.report = _compare.compare([out], out=out, title=f"{plan.grid.name}: {len(plan.runs)} runs", quiet=True).report
+        with _figure_progress(show, "comparison") as step:
+            res.report = _compare.compare([out], out=out, title=f"{plan.grid.name}: {len(plan.runs)} runs", quiet=True, progress=step).report
+    _write_json(out / _manifest.NAME, _manifest.make(started=started, wall_seconds=time.perf_counter() - t0, command=command,
+                                                       runs={"planned": len(plan.runs), "ran": res.ran, "skipped": res.skipped, "failed": res.failed}))
     return res
+
+
+def _figure_progress(enabled: bool, label: str):
+    """A progress bar over the figures of a report: a callback (done, total, name)."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def ctx():
+        if not enabled:
+            yield None
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("figures {task.fields[name]}"), TimeElapsedColumn(), transient=True,
+                      console=_stderr_console()) as p:
+            task = p.add_task(label, total=None, name="")
+
+            def step(done: int, total: int, name: str) -> None:
+                p.update(task, completed=done, total=total, name=name)
+
+            yield step
+
+    return ctx()
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 def sweep(
@@ -370,11 +424,17 @@ def sweep(
     (fixed overrides), `seeds` (a count or a list). Every combination is validated
     before anything runs or is written. `cluster` is a Dask scheduler address or a
     `distributed.Client`; by default the runs use `jobs` local processes (all cores).
+    Raises `SweepFailed` when every run failed (a script that sweeps then exits
+    non-zero); with some failures it returns, `failed` and `failures` say which.
     """
     g = build_grid(spec, scenario=scenario, vary=vary, zip=zip, levels=levels, set=set, seeds=seeds)
     plan = g.plan()
     check_sweep_dir(Path(out))
-    return run_plan(plan, out, jobs=jobs, cluster=cluster, reports=reports, compare=compare, progress=progress, label=g.name)
+    res = run_plan(plan, out, jobs=jobs, cluster=cluster, reports=reports, compare=compare, progress=progress, label=g.name)
+    if res.failed and not res.ran and not res.skipped:
+        first = next(iter(res.failures.items()))
+        raise SweepFailed(f"sweep: all {res.failed} runs failed (errors in {Path(out) / 'failures'}/); the first, {first[0]}: {first[1]}")
+    return res
 
 
 # -- the index ----------------------------------------------------------------------

@@ -68,7 +68,7 @@ class Cbr:
 
 
 def _duration_ns(text: str) -> int:
-    from ..metrics import _ns
+    from ..measures import duration_ns as _ns
 
     return _ns(text)
 

@@ -1,7 +1,12 @@
-"""Headline figures computed from a run's tables.
+"""Every derived figure of a run, computed from its tables: the one measures layer.
 
-The same functions serve simulated and (later) emulated runs: they read only the
-tables of DESIGN.md "What a run writes". Conventions:
+`summarize` makes summary.json from the raw columns the core hands back; the other
+functions read a run's tables through `Run.table` (a run in memory or a run folder,
+see `aqmlab.folders`) and serve the run report, the comparison of runs and the
+reproductions alike. Each takes the link it measures by name (`link="bottleneck"`),
+so that a figure of another logged link is the same call. The same functions serve
+simulated and emulated runs: they read only the tables of DESIGN.md "What a run
+writes". Conventions:
 
 * queueing delay: per-packet sojourn time in the bottleneck queue (dequeue time
   minus enqueue time) of every packet that left the queue; from the packet rows
@@ -389,10 +394,353 @@ def summarize(result: Any) -> dict[str, Any]:
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "min": 60_000_000_000}
 
 
-def _ns(text: str) -> int:
+def duration_ns(text: str) -> int:
     """Parse a duration string as the Rust core writes it ("100ms", "1.5s")."""
     text = text.strip()
     i = len(text)
     while i and not (text[i - 1].isdigit() or text[i - 1] == "."):
         i -= 1
     return round(float(text[:i]) * _UNITS[text[i:]])
+
+
+_ns = duration_ns
+
+
+# -- measures over a run's tables (a run in memory or a run folder) -------------------------
+#
+# `run` is an `aqmlab.folders.Run`: `run.table(name, columns, filters)` gives a pandas
+# DataFrame of the columns of NAME.parquet (rows matching pyarrow-style filters), or None
+# when the table or a column is absent (summaries-only runs, emulated runs, older runs).
+
+MAX_SAMPLES_PER_RUN = 100_000  # per-packet values kept per run for pooled distributions
+CAUSE_NAMES = ("overflow", "random", "deterministic")
+BULK_KINDS = ("bulk",)
+CBR_KINDS = ("cbr",)
+FILE_KINDS = ("files", "web", "transfer")
+
+
+def _dequeues(link: str) -> list[tuple[str, str, Any]]:
+    return [("link", "=", link), ("event", "=", "dequeue")]
+
+
+def setting_ns(run: Any, path: str, default_ns: int | None = None) -> int | None:
+    """A duration of the run's scenario by dotted path ("metrics.warmup"), in ns."""
+    d: Any = run.scenario
+    for p in path.split("."):
+        if not isinstance(d, dict) or p not in d:
+            return default_ns
+        d = d[p]
+    return duration_ns(d) if isinstance(d, str) else default_ns
+
+
+def warmup_s(run: Any) -> float:
+    """The scenario's `metrics.warmup` in seconds (0 when it has none)."""
+    return (setting_ns(run, "metrics.warmup", 0) or 0) / 1e9
+
+
+def thin(x: np.ndarray, n: int = MAX_SAMPLES_PER_RUN) -> np.ndarray:
+    """At most `n` values, every k-th (keeps the distribution)."""
+    if len(x) <= n:
+        return x
+    return x[:: int(math.ceil(len(x) / n))]
+
+
+def histogram_sample(run: Any, name: str) -> np.ndarray | None:
+    """Values (ms) that follow a streaming histogram of the run (histograms.parquet):
+    its quantiles at evenly spaced probabilities, interpolated inside each bucket, as
+    many as the histogram counts up to MAX_SAMPLES_PER_RUN, so that the run weighs in
+    a pooled CDF as its packets would."""
+    df = run.table("histograms", ["name", "lo_ms", "hi_ms", "count"])
+    if df is None:
+        return None
+    d = df[df["name"].astype(str) == name]
+    total = int(d["count"].sum())
+    if not total:
+        return None
+    cum = np.concatenate([[0.0], np.cumsum(d["count"].to_numpy(float))]) / total
+    edges = np.concatenate([[d["lo_ms"].iloc[0]], d["hi_ms"].to_numpy(float)])
+    n = min(total, MAX_SAMPLES_PER_RUN)
+    return np.interp((np.arange(n) + 0.5) / n, cum, edges)
+
+
+def queue_delays(run: Any, link: str = "bottleneck", classes: Iterable[str] | None = None) -> np.ndarray | None:
+    """Per-packet queueing delay (ms, dequeue minus enqueue) at `link` after the warm-up,
+    thinned to MAX_SAMPLES_PER_RUN. Without packet rows (summaries only) the run's
+    streaming histogram stands in (the whole run: histograms have no warm-up)."""
+    cols = ["time_s", "sojourn_ms"] + (["class"] if classes is not None else [])
+    df = run.table("packets", cols, _dequeues(link))
+    if df is not None and len(df):
+        sel = df["time_s"].to_numpy(float) >= warmup_s(run)
+        if classes is not None:
+            sel &= df["class"].astype(str).isin(list(classes)).to_numpy()
+        return thin(df["sojourn_ms"].to_numpy(float)[sel])
+    name = f"{link}.sojourn" + ("" if classes is None else "." + ".".join(classes))
+    if classes is not None and len(list(classes)) != 1:
+        return None
+    return histogram_sample(run, name)
+
+
+def delay_over_time(run: Any, link: str = "bottleneck", max_points: int = 30_000) -> tuple[np.ndarray, np.ndarray] | None:
+    """(time s, queueing delay ms) of the packets leaving `link`, at most `max_points`."""
+    df = run.table("packets", ["time_s", "sojourn_ms"], _dequeues(link))
+    if df is None or not len(df):
+        return None
+    step = max(1, len(df) // max_points)
+    return df["time_s"].to_numpy(float)[::step], df["sojourn_ms"].to_numpy(float)[::step]
+
+
+def link_series(run: Any, link: str = "bottleneck", columns: Sequence[str] = ("backlog_bytes", "drop_prob", "aqm_delay_ms")):
+    """The per-interval rows of `link` (timeseries.parquet, scope "link"), in time order."""
+    ts = run.table("timeseries", ["time_s", *columns], [("scope", "=", "link"), ("link", "=", link)])
+    return None if ts is None or ts.empty else ts.sort_values("time_s")
+
+
+def utilization(run: Any, link: str = "bottleneck") -> np.ndarray | None:
+    """Utilization of `link` per `metrics.utilization_interval` after the warm-up."""
+    ts = link_series(run, link, ["utilization"])
+    interval = setting_ns(run, "record.interval")
+    window = setting_ns(run, "metrics.utilization_interval")
+    if ts is None or not interval or not window:
+        return None
+    k = max(1, window // interval)
+    u = ts["utilization"].to_numpy(float)
+    t = ts["time_s"].to_numpy(float)
+    n = len(u) // k
+    if n == 0:
+        return None
+    means = u[: n * k].reshape(n, k).mean(axis=1)
+    ends = t[: n * k].reshape(n, k)[:, -1]
+    return means[ends - window / 1e9 >= warmup_s(run) - 1e-9]
+
+
+def link_rate_bps(run: Any, link: str = "bottleneck") -> float:
+    """The nominal rate of `link` (from summary.json; per-link figures when present)."""
+    s = run.summary
+    per = (s.get("links") or {}).get(link) or (s.get(link) if link in ("bottleneck", "bottleneck_rev") else None) or {}
+    return float(per.get("rate_mbps", s["bottleneck"]["rate_mbps"])) * 1e6
+
+
+def drop_delays(run: Any, link: str = "bottleneck") -> dict[str, np.ndarray] | None:
+    """Queueing delay (ms, backlog / link rate) when each drop at `link` happened, by
+    cause (Kuhn & Ros Fig. 4); None without packet rows."""
+    d = run.table("packets", ["cause", "backlog_bytes"], [("link", "=", link), ("event", "=", "drop")])
+    if d is None:
+        return None
+    delay = d["backlog_bytes"].to_numpy(float) * 8 / link_rate_bps(run, link) * 1e3
+    cause = d["cause"].astype(object).to_numpy()
+    return {c: delay[cause == c] for c in CAUSE_NAMES}
+
+
+def causes_over_time(run: Any, link: str = "bottleneck") -> Any:
+    """Drops by cause and marks per record interval at `link` (columns time_s,
+    overflow, random, deterministic, mark), or None."""
+    ts = link_series(run, link, ["drops_overflow", "drops_random", "drops_deterministic", "marks"])
+    if ts is None:
+        return None
+    return ts.rename(columns={"drops_overflow": "overflow", "drops_random": "random", "drops_deterministic": "deterministic", "marks": "mark"})
+
+
+def class_kinds(run: Any) -> dict[str, str]:
+    """Traffic class name -> flow kind (bulk, cbr, files, ...)."""
+    return {name: c.get("kind", "") for name, c in run.summary.get("classes", {}).items()}
+
+
+def flow_goodputs(run: Any, kinds: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """Per-flow goodput (Mbps) over each flow's active time, by class."""
+    df = run.table("flows", ["class", "kind", "goodput_mbps"])
+    if df is None:
+        return {}
+    if kinds is not None:
+        df = df[df["kind"].isin(kinds)]
+    return {str(c): sub["goodput_mbps"].to_numpy(float) for c, sub in df.groupby(df["class"].astype(str), sort=False, observed=True)}
+
+
+def interval_goodputs(run: Any, kinds: Sequence[str], classes: Sequence[str] | None = None) -> np.ndarray | None:
+    """Per-flow goodput (Mbps) per `metrics.goodput_interval` after the warm-up, flows
+    of `kinds` (and of the named `classes` when given)."""
+    fl = run.table("flows", ["flow", "kind", "class"])
+    ts = run.table("timeseries", ["time_s", "flow", "goodput_mbps"], [("scope", "=", "flow")])
+    if fl is None or ts is None:
+        return None
+    keep = fl["kind"].isin(kinds)
+    if classes is not None:
+        keep &= fl["class"].astype(str).isin(list(classes))
+    ids = set(fl.loc[keep, "flow"].tolist())
+    f = ts[ts["flow"].isin(ids) & (ts["time_s"] > warmup_s(run))]
+    if f.empty:
+        return None
+    gi = (setting_ns(run, "metrics.goodput_interval", 10**9) or 10**9) / 1e9
+    bucket = np.floor((f["time_s"].to_numpy(float) - 1e-9) / gi)
+    return f.assign(bucket=bucket).groupby(["flow", "bucket"])["goodput_mbps"].mean().to_numpy(float)
+
+
+def goodput_delay_points(run: Any, link: str = "bottleneck") -> np.ndarray | None:
+    """RFC 7928 §2.7's trade-off, per `metrics.goodput_interval` window after the
+    warm-up: rows of (mean queueing delay of the packets that left `link` in the
+    window, ms; goodput of all flows in the window, Mbps). Without packet rows the
+    delay is the mean backlog over the link rate."""
+    gi = (setting_ns(run, "metrics.goodput_interval", 10**9) or 10**9) / 1e9
+    ts = run.table("timeseries", ["time_s", "goodput_mbps"], [("scope", "=", "flow")])
+    if ts is None or ts.empty:
+        return None
+    w0 = warmup_s(run)
+    t = ts["time_s"].to_numpy(float)
+    end = float(run.summary["sim_seconds"])
+    nwin = int(math.floor(end / gi + 1e-9))
+    if nwin == 0:
+        return None
+    b = np.minimum(np.floor((t - 1e-9) / gi).astype(int), nwin - 1)
+    interval = (setting_ns(run, "record.interval", 10**8) or 10**8) / 1e9
+    # goodput_mbps is per record interval: the window's goodput is their mean over the flows' sum
+    good = np.bincount(b, weights=ts["goodput_mbps"].to_numpy(float), minlength=nwin) * interval / gi
+    pk = run.table("packets", ["time_s", "sojourn_ms"], _dequeues(link))
+    if pk is not None and len(pk):
+        pb = np.minimum(np.floor(pk["time_s"].to_numpy(float) / gi).astype(int), nwin - 1)
+        cnt = np.bincount(pb, minlength=nwin)
+        with np.errstate(invalid="ignore"):
+            delay = np.bincount(pb, weights=pk["sojourn_ms"].to_numpy(float), minlength=nwin) / cnt
+    else:
+        ls = link_series(run, link, ["backlog_bytes"])
+        if ls is None:
+            return None
+        lb = np.minimum(np.floor((ls["time_s"].to_numpy(float) - 1e-9) / gi).astype(int), nwin - 1)
+        with np.errstate(invalid="ignore"):
+            backlog = np.bincount(lb, weights=ls["backlog_bytes"].to_numpy(float), minlength=nwin) / np.bincount(lb, minlength=nwin)
+        delay = backlog * 8 / link_rate_bps(run, link) * 1e3
+    starts = np.arange(nwin) * gi
+    keep = (starts >= w0 - 1e-9) & ~np.isnan(delay)
+    return np.column_stack([delay[keep], good[keep]])
+
+
+def transfers(run: Any) -> Any:
+    """File transfers (`class`, `size_bytes`, `download_time_s`) that finished: from
+    transfers.parquet when the run has one, else from the finished flows of a file kind."""
+    import pandas as pd
+
+    t = run.table("transfers", ["class", "size_bytes", "download_time_s"])
+    if t is None:
+        fl = run.table("flows", ["class", "kind", "start_s", "end_s", "bytes_delivered"])
+        if fl is None:
+            return None
+        fl = fl[fl["kind"].isin(FILE_KINDS) & fl["end_s"].notna()]
+        if fl.empty:
+            return None
+        t = pd.DataFrame({"class": fl["class"].astype(str), "size_bytes": fl["bytes_delivered"], "download_time_s": fl["end_s"] - fl["start_s"]})
+    t = t[t["download_time_s"].notna()]
+    return t if not t.empty else None
+
+
+def transfer_rates(run: Any, classes: Sequence[str] | None = None) -> list[tuple[float, float, bool]]:
+    """(size in bytes, average rate in Mbps, finished) of each single transfer of a run
+    (flows of kind "transfer"): size over download time when it finished, else the
+    bytes delivered by the end of the run over the time since its request."""
+    t = run.table("transfers", ["flow", "class", "size_bytes", "request_s", "download_time_s"])
+    fl = run.table("flows", ["flow", "kind", "bytes_delivered"])
+    if t is None or fl is None:
+        return []
+    single = set(fl.loc[fl["kind"] == "transfer", "flow"].tolist())
+    got = dict(zip(fl["flow"], fl["bytes_delivered"]))
+    end = float(run.summary["sim_seconds"])
+    out = []
+    for flow, cls, size, req, dt in zip(t["flow"], t["class"].astype(str), t["size_bytes"].astype(float), t["request_s"].astype(float), t["download_time_s"].astype(float)):
+        if flow not in single or (classes is not None and cls not in classes):
+            continue
+        if dt == dt and dt > 0:  # finished
+            out.append((size, size * 8 / dt / 1e6, True))
+        elif end > req:
+            out.append((size, got.get(flow, 0) * 8 / (end - req) / 1e6, False))
+    return out
+
+
+def class_packets(run: Any, link: str = "bottleneck") -> dict[str, dict[str, float]] | None:
+    """Per class at `link` after the warm-up (Jou, Tan & Baras Tables III-IV):
+    `loss_pct` (packets dropped over packets arriving), `delay_s` (mean queueing delay
+    of the packets sent on), `rate_kBps` (bytes sent on per second, kB = 1000 B)."""
+    df = run.table("packets", ["time_s", "class", "uid", "size_bytes", "event", "sojourn_ms"], [("link", "=", link)])
+    if df is None:
+        return None
+    w0 = warmup_s(run)
+    df = df[df["time_s"] >= w0]
+    span = max(float(run.summary["sim_seconds"]) - w0, 1e-9)
+    out = {}
+    for cls, d in df.groupby(df["class"].astype(str), sort=False):
+        ev = d["event"].astype(str)
+        arrived = d.loc[ev.isin(["enqueue", "drop"]), "uid"].nunique()
+        dropped = int((ev == "drop").sum())
+        deq = d[ev == "dequeue"]
+        out[str(cls)] = {
+            "loss_pct": 100.0 * dropped / arrived if arrived else float("nan"),
+            "delay_s": float(deq["sojourn_ms"].mean()) / 1e3 if len(deq) else float("nan"),
+            "rate_kBps": float(deq["size_bytes"].sum()) / span / 1e3,
+        }
+    return out
+
+
+EWMA_TAU_S = 2.0  # time constant of the moving averages of the queue and probability figures
+
+
+def ewma(t: np.ndarray, x: np.ndarray, tau_s: float = EWMA_TAU_S) -> np.ndarray:
+    """Exponentially weighted moving average of samples x at times t, time constant tau_s
+    (the weight of a sample is 1 - exp(-dt / tau_s), whatever the record interval)."""
+    out = np.empty_like(x, dtype=float)
+    acc = float(x[0]) if len(x) else 0.0
+    prev = float(t[0]) if len(t) else 0.0
+    for i, (ti, v) in enumerate(zip(t, x)):
+        w = 1.0 - math.exp(-max(float(ti) - prev, 0.0) / tau_s)
+        acc = (1 - w) * acc + w * float(v)
+        prev = float(ti)
+        out[i] = acc
+    return out
+
+
+def ecdf_points(x: np.ndarray, points: int = 2_000) -> tuple[np.ndarray, np.ndarray]:
+    """An empirical CDF as (x, y), at most `points` quantiles (NaN left out)."""
+    x = np.asarray(x, float)
+    x = x[~np.isnan(x)]
+    if len(x) <= points:
+        xs = np.sort(x)
+        return xs, np.arange(1, len(xs) + 1) / max(len(xs), 1)
+    p = np.linspace(0, 1, points)
+    return np.quantile(x, p), p
+
+
+# -- the headline figures of a summary -----------------------------------------------------
+
+HEADLINE = [
+    ("queue p50 (ms)", "bottleneck.queue_delay_ms.p50", 1),
+    ("queue p90 (ms)", "bottleneck.queue_delay_ms.p90", 1),
+    ("queue p95 (ms)", "bottleneck.queue_delay_ms.p95", 1),
+    ("queue p99 (ms)", "bottleneck.queue_delay_ms.p99", 1),
+    ("queue max (ms)", "bottleneck.queue_delay_ms.max", 1),
+    ("utilization", "bottleneck.utilization.mean", 3),
+    ("drop rate (%)", "bottleneck.drop_rate", 2),
+    ("overflow share", "bottleneck.drop_shares.overflow", 2),
+    ("random share", "bottleneck.drop_shares.random", 2),
+    ("deterministic share", "bottleneck.drop_shares.deterministic", 2),
+]
+PERCENT = {"bottleneck.drop_rate"}
+
+
+def get(d: Any, path: str) -> Any:
+    """A value of a nested dict by dotted path, None when absent."""
+    for p in path.split("."):
+        if not isinstance(d, dict) or p not in d:
+            return None
+        d = d[p]
+    return d
+
+
+def headline_columns(summaries: Sequence[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    """(column, summary path, digits) of the headline table: the bottleneck's figures
+    and each traffic class's goodput."""
+    classes = list(dict.fromkeys(c for s in summaries for c in s.get("classes", {})))
+    return list(HEADLINE) + [(f"{c} goodput (Mbps)", f"classes.{c}.goodput_mbps", 2) for c in classes]
+
+
+def headline_values(summaries: Sequence[dict[str, Any]], path: str) -> tuple[float | None, float | None]:
+    """Mean and standard deviation (None for one run) of a figure over runs."""
+    scale = 100.0 if path in PERCENT else 1.0
+    vals = [float(v) * scale for v in (get(s, path) for s in summaries) if v is not None]
+    if not vals:
+        return None, None
+    return float(np.mean(vals)), (float(np.std(vals, ddof=1)) if len(vals) > 1 else None)
