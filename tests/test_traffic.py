@@ -83,8 +83,10 @@ def test_the_new_tables_are_written_and_every_column_is_documented(mix, tmp_path
     ft = pq.read_table(out / "flow_trace.parquet").to_pandas()
     assert set(ft.flow.unique()) == set(mix.flows.to_pandas().query("`class` == 'bulk'").flow)
     assert ft.groupby("flow").acked_bytes.apply(lambda s: s.is_monotonic_increasing).all()
-    figs = {p.stem for p in (out / "figures").glob("*.png")}
-    assert {"download_times", "cbr_delay", "goodput_intervals", "flow_trace"} <= figs
+    import re
+
+    figs = set(re.findall(r"id='fig-([a-z_]+)'><img src='data:image/png", (out / "report.html").read_text()))
+    assert {"download_times", "cbr_goodput_delay", "class_delay_cdf", "flow_traces", "goodput"} <= figs
     summary = json.loads((out / "summary.json").read_text())
     assert summary["classes"]["voip"]["one_way_delay_ms"]["p50"] is not None
 

@@ -258,9 +258,9 @@ def cmd_list(a: argparse.Namespace) -> int:
         if hits["aqms"] is None and name is None:
             t = Table(title="AQMs (bottleneck.aqm.kind; aqmlab list aqms NAME for the parameters)", title_justify="left")
             for col in ("kind", "algorithm", "source", "parameters"):
-                t.add_column(col)
+                t.add_column(col, justify="right" if col == "parameters" else "left")
             for k in sel:
-                t.add_row(k["kind"], escape(k["title"]), escape(k["source"]), ", ".join(p["name"] for p in k["params"]) or "–")
+                t.add_row(k["kind"], escape(k["title"]), escape(k["source"]), str(len(k["params"])))
             con.print(t)
         else:
             for k in sel:

@@ -276,6 +276,8 @@ def compare(
     runs: Optional[list[Run]] = None,
     progress: Optional[Callable[[int, int, str], None]] = None,
     files: bool = True,
+    parallel: bool = False,
+    on_started: Optional[Callable[[], None]] = None,
 ) -> CompareResult:
     """Put runs side by side: a headline table (series.csv) and figures, in report.html.
 
@@ -283,7 +285,9 @@ def compare(
     (`aqmlab.plots.kinds()`) or (file name, kind, Options) triples, by default every
     default kind, each skipped when its data is absent. The figures are PNG, embedded
     in report.html and, with `files`, also written to figures/NAME.png. `progress` is
-    called as (done, total, figure name) while the figures are drawn.
+    called as (done, total, figure name) while the figures are drawn. With `parallel`
+    a forked process draws half of them (see `render`); `on_started` is called once
+    that process exists, so that the caller may start threads of its own.
     """
     from . import plots, report
 
@@ -295,22 +299,17 @@ def compare(
     out.mkdir(parents=True, exist_ok=True)
     table = headline(series)
     requests = [(f, f, Options()) if isinstance(f, str) else f for f in (figures if figures is not None else plots.default_kinds())]
+    rendered = render(series, requests, progress=progress, parallel=parallel, on_started=on_started)
     drawn = []
-    for i, (name, kind, opt) in enumerate(requests):
-        if progress:
-            progress(i, len(requests), name)
-        fig = plots.draw(kind, series, opt)
-        if fig is None:
+    for (name, kind, _), png in zip(requests, rendered):
+        if png is None:
             continue
-        png = plots.png_bytes(fig)
         paths = []
         if files:
             (out / "figures").mkdir(exist_ok=True)
             (out / "figures" / f"{name}.png").write_bytes(png)
             paths.append(f"figures/{name}.png")
         drawn.append((name, paths, plots.KINDS[kind].caption, png))
-    if progress:
-        progress(len(requests), len(requests), "")
     if files:
         _write_text(out / "series.csv", table.to_csv(index=False))
     page = report.page(title, series, table, [(n, cap, png) for n, _, cap, png in drawn], intro_html=intro_html, base=out)
@@ -323,3 +322,101 @@ def _write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def _draw_png(series: list[Series], req: tuple[str, str, Options]) -> Optional[bytes]:
+    from . import plots
+
+    fig = plots.draw(req[1], series, req[2])
+    return None if fig is None else plots.png_bytes(fig)
+
+
+def render(series: list[Series], requests: Sequence[tuple[str, str, Options]], *, progress: Optional[Callable[[int, int, str], None]] = None,
+           parallel: bool = False, on_started: Optional[Callable[[], None]] = None, child_timeout_s: float = 60.0) -> list[Optional[bytes]]:
+    """The PNG of each requested figure (None where the runs lack its data).
+
+    With `parallel` (and `os.fork`), a forked child draws every other figure while
+    this process draws the rest: matplotlib holds the GIL, so a second core needs a
+    second process, and a fork shares the runs' tables without copying or pickling
+    them. The child returns its PNGs through a pipe; a child that fails or does not
+    answer within `child_timeout_s` is killed and its figures are drawn here."""
+    import threading
+
+    n = len(requests)
+    out: list[Optional[bytes]] = [None] * n
+    done = 0
+
+    def tick(name: str) -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done, n, name)
+
+    if progress:
+        progress(0, n, "")
+    theirs: list[int] = []
+    pid, rfd = None, None
+    if parallel and n >= 4 and hasattr(os, "fork"):
+        for t in threading.enumerate():  # no import half-done in another thread at the fork
+            if t.name == "aqmlab-prewarm":
+                t.join()
+        theirs = list(range(1, n, 2))
+        rfd, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: draw, send, leave without running the parent's cleanup
+            code = 1
+            try:
+                os.close(rfd)
+                import pickle
+
+                data = pickle.dumps({i: _draw_png(series, requests[i]) for i in theirs})
+                with os.fdopen(wfd, "wb") as w:
+                    w.write(data)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(wfd)
+    if on_started:
+        on_started()
+    for i in range(n):
+        if i not in theirs:
+            out[i] = _draw_png(series, requests[i])
+            tick(requests[i][0])
+    if pid is not None:
+        got = _collect(pid, rfd, child_timeout_s)
+        for i in theirs:
+            out[i] = got[i] if got is not None and i in got else _draw_png(series, requests[i])
+            tick(requests[i][0])
+    return out
+
+
+def _collect(pid: int, rfd: int, timeout_s: float) -> Optional[dict[int, Optional[bytes]]]:
+    """Read the child's answer (None if it failed or timed out) and reap it."""
+    import pickle
+    import select
+    import signal
+    import time
+
+    chunks = []
+    deadline = time.monotonic() + timeout_s
+    ok = True
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([rfd], [], [], left)[0]:
+                ok = False
+                os.kill(pid, signal.SIGKILL)
+                break
+            b = os.read(rfd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+    finally:
+        os.close(rfd)
+        _, status = os.waitpid(pid, 0)
+    if not ok or status != 0:
+        return None
+    try:
+        return pickle.loads(b"".join(chunks))
+    except Exception:  # noqa: BLE001 - a truncated answer: draw those figures here
+        return None

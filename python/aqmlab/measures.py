@@ -423,6 +423,9 @@ def _dequeues(link: str) -> list[tuple[str, str, Any]]:
     return [("link", "=", link), ("event", "=", "dequeue")]
 
 
+DEQUEUES = _dequeues("bottleneck")
+
+
 def setting_ns(run: Any, path: str, default_ns: int | None = None) -> int | None:
     """A duration of the run's scenario by dotted path ("metrics.warmup"), in ns."""
     d: Any = run.scenario

@@ -55,7 +55,6 @@ BASE = {
     "axes.spines.top": False,
     "axes.spines.right": False,
     "legend.frameon": False,
-    "savefig.bbox": "tight",
     "figure.dpi": 100,
 }
 STYLES: dict[str, dict[str, Any]] = {
@@ -168,6 +167,11 @@ def _short(key: str) -> str:
     return short(key)
 
 
+def pooled(series: Sequence["Series"]) -> str:
+    """" (N seeds per series, pooled)" when a series pools runs, else ""."""
+    return f" ({seeds_note(series)}, pooled)" if any(len(s.runs) > 1 for s in series) else ""
+
+
 def seeds_note(series: Sequence["Series"]) -> str:
     ns = sorted({len(s.runs) for s in series})
     return f"{ns[0]} seed{'s' if ns[0] > 1 else ''} per series" if len(ns) == 1 else f"{ns[0]}–{ns[-1]} seeds per series"
@@ -215,7 +219,7 @@ def _cdf(series: list["Series"], opt: Options, values: Callable[["Series"], Opti
             labels.append(lab)
     if len(labels) > 1:
         _legend(fig, handles, labels)
-    _title(fig, opt, f"{title} ({seeds_note([s for s, _ in data])}, pooled)")
+    _title(fig, opt, title + pooled([s for s, _ in data]))
     return fig
 
 
@@ -255,7 +259,7 @@ def class_delay_cdf(series, opt):
         ax.set_xlabel(f"queueing delay at the {opt.link} (ms)")
     axes[0].set_ylabel("CDF (fraction of packets)")
     _series_legend(fig, series, opt)
-    _title(fig, opt, f"Queueing delay per traffic class ({seeds_note(series)}, pooled)")
+    _title(fig, opt, "Queueing delay per traffic class" + pooled(series))
     return fig
 
 
@@ -464,7 +468,7 @@ def download_time_by_size(series, opt, max_kb: float = 160.0, bin_kb: float = 10
     ax.set_xlim(0, max_kb)
     ax.set_ylim(bottom=0)
     _series_legend(fig, [s for s, _ in data], opt)
-    _title(fig, opt, f"Small file delivery time by size ({seeds_note([s for s, _ in data])}, pooled)")
+    _title(fig, opt, "Small file delivery time by size" + pooled([s for s, _ in data]))
     return fig
 
 
@@ -501,7 +505,7 @@ def drop_causes(series, opt):
     ax.set_ylabel("share of the drops")
     ax.set_ylim(-0.02, 1.05)
     ax.set_xlim(left=0)
-    _title(fig, opt, f"Drop causes and the queueing delay at the drop ({seeds_note([s for s, _ in data])}, pooled)")
+    _title(fig, opt, "Drop causes and the queueing delay at the drop" + pooled([s for s, _ in data]))
     return fig
 
 
@@ -777,13 +781,13 @@ _KINDS = [
     Kind("goodput_delay", goodput_delay, "Goodput of all flows against the mean queueing delay, a point per `metrics.goodput_interval` of each run, with each series' 1-σ ellipse and mean (RFC 7928 §2.7)."),
     Kind("queue_delay_time", queue_delay_time, "Per-packet queueing delay over time, one run (the lowest seed) per series, with the AQM's delay estimate (Kuhn & Ros Fig. 3); each y axis ends just above its 99.9th percentile, so a start-up burst may be cut."),
     Kind("causes_time", causes_time, "Drops by cause (overflow, random, deterministic) and ECN marks per second at the bottleneck, stacked, one run per series."),
-    Kind("drop_causes", drop_causes, "Share of each drop cause (y) and the queueing delay (backlog / link rate) when those drops happened: a bar from the 5th to the 95th percentile, the median marked (Kuhn & Ros Fig. 4)."),
+    Kind("drop_causes", drop_causes, "Share of each drop cause (y) and the queueing delay (backlog / link rate) when those drops happened: a bar from the 5th to the 95th percentile, the median marked (Kuhn & Ros Fig. 4).", False),
     Kind("goodput", goodput, "Goodput of each flow over its active time, per class: boxes at the 25/50/75th percentiles, whiskers at the 5th and 95th, the flows as dots; a CDF over the flows when a class has more than 30."),
     Kind("cwnd_time", cwnd_time, "Congestion windows of the first flows over time, one run per series."),
     Kind("capacity_time", capacity_time, "Capacity and throughput of the bottleneck over time when the capacity changes (Pan et al.'s capacity drop; trace-driven links)."),
     Kind("cbr_goodput_delay", cbr_goodput_delay, "CBR flows: mean goodput per flow against the 5/25/50/75/95th percentiles of their packets' queueing delay (Kuhn & Ros Fig. 6)."),
     Kind("download_times", download_times, "File download times by file size: boxes at the 25/50/75th percentiles, whiskers at the 5th and 95th (Kuhn & Ros Fig. 7)."),
-    Kind("bulk_goodput_cdf", bulk_goodput_cdf, "CDF of the goodput of each bulk flow per `metrics.goodput_interval` (Kuhn & Ros Fig. 8)."),
+    Kind("bulk_goodput_cdf", bulk_goodput_cdf, "CDF of the goodput of each bulk flow per `metrics.goodput_interval` (Kuhn & Ros Fig. 8).", False),
     Kind("flow_traces", flow_traces, "Per-connection traces of one run per series: data delivered, RTT samples, segments in flight (Popovsky, Palermo Figs. 2-6)."),
     Kind("backlog_time", backlog_time, "Queue length at the bottleneck per record interval and its moving average, one run per series; fixed RED thresholds dashed (Jou, Tan & Baras Fig. 10).", False),
     Kind("drop_prob_time", drop_prob_time, "The AQM's dropping probability per record interval and its moving average, one run per series (Jou, Tan & Baras Fig. 11).", False),
@@ -843,12 +847,12 @@ def figure(kind: str, runs: Iterable[Any], *, style: str = "report", width: Opti
 
 def save(fig: Any, path: Any, fmt: Optional[str] = None, dpi: Optional[int] = None) -> None:
     """Write a Figure to a file (the format from `fmt` or the file's suffix)."""
-    fig.savefig(path, format=fmt, dpi=dpi or (150 if (fmt or str(path).rsplit(".", 1)[-1]) == "png" else None), bbox_inches="tight")
+    fig.savefig(path, format=fmt, dpi=dpi or (150 if (fmt or str(path).rsplit(".", 1)[-1]) == "png" else None))  # the asked size: no tight crop
 
 
 def png_bytes(fig: Any, dpi: int = 100) -> bytes:
     import io
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi)  # constrained layout already fits the figure: no second drawing pass
     return buf.getvalue()

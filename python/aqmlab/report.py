@@ -190,11 +190,12 @@ def run_title(r: Any) -> str:
     return f"{r.scenario.get('name')} (seed {r.seed}, {r.summary['bottleneck']['aqm']})"
 
 
-def write_report(r: Any, out_dir: Path, progress: Any = None) -> Path:
-    """report.html of one run: the comparison of that run, in `out_dir`."""
+def write_report(r: Any, out_dir: Path, progress: Any = None, on_started: Any = None) -> Path:
+    """report.html of one run: the comparison of that run, in `out_dir` (figures drawn
+    by two processes; `on_started` as in `compare`)."""
     from .comparison import compare
 
-    return compare([], out_dir, title=run_title(r), runs=[r], files=False, progress=progress).report
+    return compare([], out_dir, title=run_title(r), runs=[r], files=False, progress=progress, parallel=True, on_started=on_started).report
 
 
 def run_card(r: Any) -> str:

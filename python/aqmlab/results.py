@@ -395,21 +395,25 @@ class RunResult(Run):
                 failure.append(e)
 
         writer = threading.Thread(target=write_tables, name="aqmlab-write-tables")
-        writer.start()
         try:
             man = manifest or _manifest.make(started=self.__dict__.get("started"), wall_seconds=self.meta["wall_seconds"])
             self.__dict__["_manifest"] = man
             (d / "scenario.json").write_text(json.dumps(self.scenario, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            (d / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
             (d / _manifest.NAME).write_text(json.dumps(man, indent=2) + "\n")
             if report:
                 from . import report as _report
 
-                _report.write_report(self, d, progress)
+                _report.write_report(self, d, progress, on_started=writer.start)  # the writer starts after the report's fork
+            else:
+                writer.start()
+            if writer.ident is None:  # a report without figures to draw never started it
+                writer.start()
         finally:
-            writer.join()
+            if writer.ident is not None:
+                writer.join()
         if failure:
             raise failure[0]
+        (d / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")  # last: a folder with a summary is whole
 
 
 RUN_FILES = {
