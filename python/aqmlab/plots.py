@@ -828,7 +828,10 @@ def draw(kind: str, series: list["Series"], opt: Optional[Options] = None):
     if not sel:
         return None
     with matplotlib.rc_context(STYLES[opt.style]):
-        return KINDS[kind].draw(sel, opt)
+        fig = KINDS[kind].draw(sel, opt)
+    if fig is not None:
+        fig.aqmlab_style = opt.style  # `save` writes it with the style's settings (fonts, dpi)
+    return fig
 
 
 def figure(kind: str, runs: Iterable[Any], *, style: str = "report", width: Optional[float] = None, height: Optional[float] = None,
@@ -846,8 +849,13 @@ def figure(kind: str, runs: Iterable[Any], *, style: str = "report", width: Opti
 
 
 def save(fig: Any, path: Any, fmt: Optional[str] = None, dpi: Optional[int] = None) -> None:
-    """Write a Figure to a file (the format from `fmt` or the file's suffix)."""
-    fig.savefig(path, format=fmt, dpi=dpi or (150 if (fmt or str(path).rsplit(".", 1)[-1]) == "png" else None))  # the asked size: no tight crop
+    """Write a Figure to a file (the format from `fmt` or the file's suffix), with the
+    settings of the style it was drawn in (paper: TrueType fonts in PDF, 300 dpi PNG)."""
+    import matplotlib
+
+    style = STYLES.get(getattr(fig, "aqmlab_style", "report"), STYLES["report"])
+    with matplotlib.rc_context(style):
+        fig.savefig(path, format=fmt, dpi=dpi or style.get("savefig.dpi", 150))  # the asked size: no tight crop
 
 
 def png_bytes(fig: Any, dpi: int = 100) -> bytes:

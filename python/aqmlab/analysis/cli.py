@@ -67,9 +67,14 @@ def _plt():
 
 
 def _save(fig: Any, out: Path, name: str) -> list[str]:
-    from ..plots import _save as save
-
-    return save(fig, out, name)
+    """NAME.png and NAME.svg in `out` (the figure is closed)."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for ext in ("png", "svg"):
+        fig.savefig(out / f"{name}.{ext}", dpi=150 if ext == "png" else None, bbox_inches="tight")
+        files.append(f"{name}.{ext}")
+    _plt().close(fig)
+    return files
 
 
 def _style():
