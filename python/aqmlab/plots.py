@@ -98,12 +98,28 @@ class Kind:
 # -- building blocks ---------------------------------------------------------------------------
 
 
+_FIGURE_CLASS: Any = None
+
+
+def figure_class() -> Any:
+    """matplotlib's Figure, plus `_repr_png_` so that a notebook shows it whatever the
+    backend (it is not registered with pyplot, whose inline hook would)."""
+    global _FIGURE_CLASS
+    if _FIGURE_CLASS is None:
+        from matplotlib.figure import Figure
+
+        class AqmlabFigure(Figure):
+            def _repr_png_(self) -> bytes:
+                return png_bytes(self)
+
+        _FIGURE_CLASS = AqmlabFigure
+    return _FIGURE_CLASS
+
+
 def _figure(opt: Options, w: float, h: float, rows: int = 1, cols: int = 1, **kw: Any):
     """A constrained-layout Figure (not registered with pyplot) and its axes grid."""
-    from matplotlib.figure import Figure
-
     s = SCALE.get(opt.style, 1.0)
-    fig = Figure(figsize=(opt.width or w * s, opt.height or h * s), layout="constrained")
+    fig = figure_class()(figsize=(opt.width or w * s, opt.height or h * s), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False, **kw)
     return fig, axes
 
