@@ -22,15 +22,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Se
 from . import _core
 from ._core import ScenarioError, SimulationError
 from .scenario import ScenarioLike, builtin_names, resolve, source
+from .sweeps import sweep  # light: numpy, pandas and Dask load when a sweep runs
 
 if TYPE_CHECKING:
     import os
 
     from .comparison import CompareResult
     from .folders import Run, Sweep
-    from .grid import Grid
     from .results import RunResult
-    from .sweeps import SweepResult
 
 __version__ = _core.__version__
 
@@ -142,49 +141,6 @@ def scenarios() -> list[str]:
 def aqms() -> list[dict[str, Any]]:
     """Every AQM with its parameters, defaults and sources."""
     return json.loads(_core.aqm_catalog())
-
-
-def sweep(
-    spec: Union[str, "os.PathLike[str]", "Grid", Mapping[str, Any], None] = None,
-    *,
-    out: Union[str, "os.PathLike[str]"],
-    scenario: Any = None,
-    vary: Optional[Mapping[str, Sequence[Any]]] = None,
-    zip: Union[Mapping[str, Sequence[Any]], Sequence[Mapping[str, Sequence[Any]]], None] = None,
-    levels: Optional[Mapping[str, Mapping[str, Mapping[str, Any]]]] = None,
-    set: Optional[Mapping[str, Any]] = None,
-    seeds: Union[int, Sequence[int], None] = None,
-    jobs: Optional[int] = None,
-    cluster: Any = None,
-    reports: bool = False,
-    compare: bool = True,
-    progress: Optional[bool] = None,
-) -> "SweepResult":
-    """Run every combination of a grid in parallel into one folder with an index.
-
-    Args:
-        spec: a sweep file (TOML), a dict with its keys, a `Grid`, or a base scenario
-            (built-in name or scenario file).
-        out: the sweep folder (resumed when it holds the same sweep).
-        scenario: the base scenario (replaces the spec's).
-        vary: keys to cross, each with its values: ``{"bottleneck.delay": ["48ms", "248ms"]}``.
-        zip: keys varied together, element by element (a dict, or a list of dicts).
-        levels: named levels: ``{"aqm": {"PIE": {"bottleneck.aqm.kind": "pie"}}}``.
-        set: fields fixed for every run.
-        seeds: a count (1..N) or a list of seeds.
-        jobs: local worker processes (default: all cores).
-        cluster: a Dask scheduler address or a `distributed.Client`.
-        reports: also write report.html for every run.
-        compare: write the sweep's comparison report.
-        progress: show a progress bar (default: when stderr is a terminal).
-
-    Returns:
-        A `SweepResult`: counts, `.query(sql)`, `.index()`, `.load()` (a `Sweep`).
-    """
-    from .sweeps import sweep as _sweep
-
-    return _sweep(spec, out=out, scenario=scenario, vary=vary, zip=zip, levels=levels, set=set, seeds=seeds, jobs=jobs, cluster=cluster,
-                  reports=reports, compare=compare, progress=progress)
 
 
 def query(dirs: Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]], sql: str):

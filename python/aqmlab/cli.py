@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from . import _core
+from . import _core, progress
 
 
 def _err(msg: str, code: int = 2) -> int:
@@ -178,7 +178,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     r = RunResult(raw)
     man = make(started=started, wall_seconds=None, command=["aqmlab", *sys.argv[1:]] if a.argv is None else ["aqmlab", *a.argv])
     try:
-        with _steps_progress("report", show_bar and not a.no_report) as step:
+        with progress.steps("report", show_bar and not a.no_report) as step:
             man["wall_seconds"] = round(time.perf_counter() - t0, 3)  # up to the end of the simulation; the files follow
             r.write(out, report=not a.no_report, manifest=man, progress=step)
     except KeyboardInterrupt:
@@ -190,25 +190,6 @@ def cmd_run(a: argparse.Namespace) -> int:
         con.print(headline_table(r.summary, f"{name} (seed {r.meta['seed']})"))
         con.print(f"wrote {out}/ (summary.json, manifest.json, *.parquet{', report.html' if not a.no_report else ''}) in {elapsed:.2f} s")
     return 0
-
-
-def _steps_progress(label: str, enabled: bool):
-    """A transient progress bar on stderr fed by (done, total, what) callbacks."""
-    from contextlib import contextmanager
-
-    @contextmanager
-    def ctx():
-        if not enabled:
-            yield None
-            return
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[what]}"), transient=True, console=Console(stderr=True)) as p:
-            task = p.add_task(label, total=None, what="")
-            yield lambda done, total, what: p.update(task, completed=done, total=total, what=what)
-
-    return ctx()
 
 
 LIST_TOPICS = ("scenarios", "aqms", "tcp", "traffic")
@@ -507,7 +488,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
         if bad:
             return _err(f"--figures: unknown figure \"{bad[0]}\" (expected some of: {', '.join(KINDS)})")
     try:
-        with _steps_progress("compare", sys.stderr.isatty()) as step:
+        with progress.steps("compare", sys.stderr.isatty()) as step:
             res = compare.compare(dirs, out, figures=figs, title=a.title or "Comparison: " + ", ".join(str(d) for d in dirs), progress=step)
     except FileNotFoundError as e:
         return _err(str(e))

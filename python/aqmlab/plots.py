@@ -135,13 +135,17 @@ def _grid(opt: Options, n: int, width: float = 4.2, height: float = 3.2, **kw: A
 
 
 def _legend(fig: Any, handles: Sequence[Any], labels: Sequence[str], title: Optional[str] = None) -> None:
-    """One legend for the figure, outside the axes (right; below when it is long)."""
+    """One legend for the figure, below the axes, in as many columns as its width holds."""
+    import matplotlib
+
     pairs = [(h, lab) for h, lab in zip(handles, labels) if lab]
     if not pairs:
         return
-    long = len(pairs) > 8
-    fig.legend([h for h, _ in pairs], [lab for _, lab in pairs], loc="outside lower center" if long else "outside right upper",
-               ncols=min(4, len(pairs)) if long else 1, title=title)
+    size = matplotlib.font_manager.FontProperties(size=matplotlib.rcParams["legend.fontsize"]).get_size_in_points()
+    per_row = fig.get_figwidth() * 72 / (0.6 * size)  # characters that fit across the figure
+    width = max(len(lab) for _, lab in pairs) + 6  # a label and its handle
+    fig.legend([h for h, _ in pairs], [lab for _, lab in pairs], loc="outside lower center",
+               ncols=max(1, min(len(pairs), int(per_row // width))), title=title)
 
 
 def _series_legend(fig: Any, series: Sequence["Series"], opt: Options, lw: float = 2.0) -> None:
@@ -194,7 +198,9 @@ def seeds_note(series: Sequence["Series"]) -> str:
 
 
 def _title(fig: Any, opt: Options, default: str) -> None:
-    fig.suptitle(opt.title or default, fontsize="medium")
+    """The figure's title; a paper figure has none unless asked (its caption says it)."""
+    if opt.title or opt.style != "paper":
+        fig.suptitle(opt.title or default, fontsize="medium", wrap=True)  # wrapped to the figure's width, never cut
 
 
 # -- distributions --------------------------------------------------------------------------------
@@ -302,8 +308,8 @@ def goodput_delay(series, opt):
             vals = np.clip(vals, 0, None)
             angle = math.degrees(math.atan2(vecs[1, 1], vecs[0, 1]))
             ax.add_patch(Ellipse(tuple(mu), 2 * math.sqrt(vals[1]), 2 * math.sqrt(vals[0]), angle=angle, fill=False, color=s.color, lw=1.8))
-    ax.set_xlabel(f"mean queueing delay at the {opt.link} per interval (ms)")
-    ax.set_ylabel("goodput of all flows per interval (Mbps)")
+    ax.set_xlabel("queueing delay, mean per interval (ms)")
+    ax.set_ylabel("goodput per interval (Mbps)")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     _series_legend(fig, [s for s, _ in data], opt)
@@ -353,7 +359,7 @@ def goodput(series, opt):
         ax.set_title(f"class {cls}{jt}")
     if many:
         _series_legend(fig, [s for s, _ in data], opt)
-    _title(fig, opt, "Per-flow goodput over each flow's active time" + (" (CDF over flows)" if many else " (boxes 25/50/75th, whiskers 5th/95th)"))
+    _title(fig, opt, "Per-flow goodput" + (" (CDF over the flows)" if many else " (boxes 25/50/75th, whiskers 5th/95th)"))
     return fig
 
 
@@ -712,7 +718,7 @@ def causes_time(series, opt):
         ax.set_ylim(bottom=0)
         return [(p, f"{c} {'marks' if c == 'mark' else 'drops'}") for p, c in zip(polys, names)]
 
-    return _time_panels(series, opt, get, one, "per second", "Drops by cause and marks over time")
+    return _time_panels(series, opt, get, one, "drops, marks per second", "Drops by cause and marks over time")
 
 
 def cwnd_time(series, opt, max_flows: int = 8):

@@ -364,40 +364,13 @@ def run_plan(
     if compare and (res.ran + res.skipped) > 0:
         from . import comparison as _compare
 
-        with _figure_progress(show, "comparison") as step:
+        from .progress import steps
+
+        with steps("comparison", show) as step:
             res.report = _compare.compare([out], out=out, title=f"{plan.grid.name}: {len(plan.runs)} runs", quiet=True, progress=step).report
     _write_json(out / _manifest.NAME, _manifest.make(started=started, wall_seconds=time.perf_counter() - t0, command=command,
                                                        runs={"planned": len(plan.runs), "ran": res.ran, "skipped": res.skipped, "failed": res.failed}))
     return res
-
-
-def _figure_progress(enabled: bool, label: str):
-    """A progress bar over the figures of a report: a callback (done, total, name)."""
-    from contextlib import contextmanager
-
-    @contextmanager
-    def ctx():
-        if not enabled:
-            yield None
-            return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("figures {task.fields[name]}"), TimeElapsedColumn(), transient=True,
-                      console=_stderr_console()) as p:
-            task = p.add_task(label, total=None, name="")
-
-            def step(done: int, total: int, name: str) -> None:
-                p.update(task, completed=done, total=total, name=name)
-
-            yield step
-
-    return ctx()
-
-
-def _stderr_console():
-    from rich.console import Console
-
-    return Console(stderr=True)
 
 
 def sweep(
@@ -416,16 +389,35 @@ def sweep(
     compare: bool = True,
     progress: Optional[bool] = None,
 ) -> SweepResult:
-    """Run every combination of a grid (see docs/sweeps.md).
+    """Run every combination of a grid in parallel into one folder with an index.
 
-    `spec` is a sweep file (TOML), a dict with the same keys, a `Grid`, or a base
-    scenario (built-in name or scenario file); the keywords add to it: `vary` (crossed
-    keys → values), `zip` (keys varied together), `levels` (named levels), `set`
-    (fixed overrides), `seeds` (a count or a list). Every combination is validated
-    before anything runs or is written. `cluster` is a Dask scheduler address or a
-    `distributed.Client`; by default the runs use `jobs` local processes (all cores).
-    Raises `SweepFailed` when every run failed (a script that sweeps then exits
-    non-zero); with some failures it returns, `failed` and `failures` say which.
+    Every combination is validated before anything runs or is written; a sweep that
+    is stopped resumes where it stopped when started again with the same `out`.
+
+    Args:
+        spec: a sweep file (TOML), a dict with its keys, a `Grid`, or a base scenario
+            (built-in name or scenario file); the keywords add to it.
+        out: the sweep folder (resumed when it holds the same sweep).
+        scenario: the base scenario (replaces the spec's).
+        vary: keys to cross, each with its values: ``{"bottleneck.delay": ["48ms", "248ms"]}``.
+        zip: keys varied together, element by element (a dict, or a list of dicts).
+        levels: named levels: ``{"aqm": {"PIE": {"bottleneck.aqm.kind": "pie"}}}``.
+        set: fields fixed for every run.
+        seeds: a count (1..N) or a list of seeds.
+        jobs: local worker processes (default: all cores).
+        cluster: a Dask scheduler address or a `distributed.Client` (the folder must
+            be shared with the workers).
+        reports: also write report.html for every run.
+        compare: write the sweep's comparison report (report.html, figures/).
+        progress: show progress bars (default: when stderr is a terminal).
+
+    Returns:
+        A `SweepResult`: counts, `.query(sql)`, `.index()`, `.load()` (an `aqmlab.Sweep`).
+
+    Raises:
+        SweepFailed: every run failed (a script that sweeps then exits non-zero); with
+            some failures it returns, and `failed` and `failures` say which.
+        ScenarioError: a combination is not a valid scenario (nothing is run).
     """
     g = build_grid(spec, scenario=scenario, vary=vary, zip=zip, levels=levels, set=set, seeds=seeds)
     plan = g.plan()
