@@ -71,17 +71,16 @@ def headline_table(summary: dict[str, Any], title: str):
 
 
 def _prewarm() -> None:
-    """Import what writing the run needs while the simulation runs (the core releases
-    the GIL): pandas, pyarrow, matplotlib and the figure code."""
+    """Import what the results need (numpy, pyarrow, the report's code) while the
+    simulation runs: the core releases the GIL. pandas and matplotlib are left to the
+    report's two processes, which import them side by side after its fork."""
     import threading
 
     def imports() -> None:
         try:
-            import pandas  # noqa: F401
             import pyarrow.parquet  # noqa: F401
-            from matplotlib.figure import Figure  # noqa: F401
 
-            from . import comparison, plots, report  # noqa: F401
+            from . import comparison, report, results  # noqa: F401
         except Exception:  # noqa: BLE001 - the real import reports it later
             pass
 

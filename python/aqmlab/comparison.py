@@ -297,9 +297,9 @@ def compare(
         raise FileNotFoundError("compare: no finished runs in " + ", ".join(str(d) for d in dirs))
     series = group(runs, label)
     out.mkdir(parents=True, exist_ok=True)
-    table = headline(series)
     requests = [(f, f, Options()) if isinstance(f, str) else f for f in (figures if figures is not None else plots.default_kinds())]
     rendered = render(series, requests, progress=progress, parallel=parallel, on_started=on_started)
+    table = headline(series)  # pandas: after the fork, which both processes import it past
     drawn = []
     for (name, kind, _), png in zip(requests, rendered):
         if png is None:
