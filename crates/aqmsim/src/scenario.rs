@@ -562,6 +562,35 @@ fn parse_aqm(path: &str, v: Option<toml::Value>) -> Result<AqmSpec, ScenarioErro
     }
 }
 
+/// The older form of CUBIC's parameters, `tcp.cubic = { ... }` beside `tcp.cc`, read
+/// into today's `tcp.cc = { kind = "cubic", ... }` (its values win over the same
+/// ones in `tcp.cc`, as an override of the old form should). Beside another
+/// congestion control it is an error, unless it holds CUBIC's defaults (as every
+/// `scenario.json` written by earlier versions does).
+fn legacy_cubic_table(path: &str, tcp: &mut toml::Table) -> Result<(), ScenarioError> {
+    let Some(legacy) = tcp.remove("cubic") else { return Ok(()) };
+    let toml::Value::Table(legacy) = legacy else {
+        return Err(err(format!("{path}.cubic"), format!("expected a table, got {}", legacy.type_str())));
+    };
+    let mut cc = match tcp.remove("cc") {
+        None => toml::Table::from_iter([("kind".to_string(), toml::Value::String("cubic".into()))]),
+        Some(toml::Value::String(k)) => toml::Table::from_iter([("kind".to_string(), toml::Value::String(k))]),
+        Some(toml::Value::Table(t)) => t,
+        Some(other) => return Err(err(format!("{path}.cc"), format!("expected a congestion control name or table, got {}", other.type_str()))),
+    };
+    let kind = cc.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
+    if kind == "cubic" {
+        cc.extend(legacy);
+    } else {
+        let given: crate::tcp::CubicParams = de_at(&format!("{path}.cubic"), toml::Value::Table(legacy))?;
+        if given != crate::tcp::CubicParams::default() {
+            return Err(err(format!("{path}.cubic"), format!("CUBIC's parameters, but this group's congestion control is \"{kind}\"")));
+        }
+    }
+    tcp.insert("cc".into(), toml::Value::Table(cc));
+    Ok(())
+}
+
 fn parse_group(path: &str, v: toml::Value) -> Result<FlowGroupSpec, ScenarioError> {
     let mut t = take_table(v, path)?;
     let kind = take_kind(&mut t, path, Some("bulk"))?;
@@ -587,6 +616,7 @@ fn parse_group(path: &str, v: toml::Value) -> Result<FlowGroupSpec, ScenarioErro
             let k = k.clone();
             tcp.insert("receiver".into(), toml::Value::Table(toml::Table::from_iter([("kind".to_string(), toml::Value::String(k))])));
         }
+        legacy_cubic_table(&format!("{path}.tcp"), tcp)?;
     }
     let traffic = TrafficSpec::parse(path, &kind, toml::Value::Table(t))?;
     Ok(FlowGroupSpec { common, traffic })

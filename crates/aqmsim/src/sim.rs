@@ -277,7 +277,7 @@ impl Sim {
     pub fn new(sc: &Scenario) -> Result<Sim, SimError> {
         for (gi, g) in sc.flows.iter().enumerate() {
             if let Some(tcp) = g.traffic.tcp().filter(|t| !t.cc.simulated()) {
-                let cc = tcp.cc.name();
+                let cc = tcp.cc.kind();
                 return Err(ScenarioError {
                     path: format!("flows[{gi}].tcp.cc"),
                     message: format!("\"{cc}\" is a Linux congestion control for `aqmlab emulate`; the simulator has no {}", cc.to_uppercase()),
@@ -1451,7 +1451,7 @@ pub fn group_infos(sc: &Scenario) -> Vec<GroupInfo> {
             name: g.common.name.clone(),
             kind: g.traffic.kind().to_string(),
             count: g.common.count,
-            cc: g.traffic.tcp().map(|t| t.cc.name().to_string()),
+            cc: g.traffic.tcp().map(|t| t.cc.kind().to_string()),
             receiver: g.traffic.tcp().map(|t| t.receiver.name().to_string()),
             base_rtt_ns: sc.base_rtt(gi).as_nanos(),
             first_flow: sc.flow_ids(gi).start,
