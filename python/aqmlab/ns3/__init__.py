@@ -279,7 +279,7 @@ def summarize(sc: dict[str, Any], js: dict[str, Any], soj: np.ndarray, util: np.
     return {
         "bottleneck": {
             "queue_delay_ms": measures.distribution(soj),
-            "utilization": measures.distribution(util, metrics.UTIL_PERCENTILES, extremes=False),
+            "utilization": measures.distribution(util, measures.UTIL_PERCENTILES, extremes=False),
             "drops": drops,
             "marks": js["marks"],
             "drop_rate": total / arrived if arrived else 0.0,
