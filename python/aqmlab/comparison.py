@@ -23,6 +23,7 @@ import numpy as np
 from . import measures
 from .folders import Run, find_runs  # noqa: F401  (re-exported: aqmlab.comparison.Run)
 from .measures import transfer_rates  # noqa: F401  (re-exported for the reproductions)
+from .plots import KINDS as FIGURES  # noqa: F401  (the figure kinds, by their former name here)
 from .plots import Options  # noqa: F401
 
 Label = Union[str, Callable[[Mapping[str, Any]], str], None]

@@ -440,7 +440,13 @@ def reproduce(
     results = evaluate(e, ctx, skipped)
     figs = [(f.name, f.kind, f.options()) for f in e.figures]
     intro = _intro_html(e, quick, skipped, results, res)
-    cmp = comparison.compare([out], out, figures=figs, title=f"{e.title}{' (quick)' if quick else ''}", label=e.label, intro_html=intro, runs=runs)
+    import sys
+
+    from ..progress import steps
+
+    with steps("figures", sys.stderr.isatty() if progress is None else progress) as step:
+        cmp = comparison.compare([out], out, figures=figs, title=f"{e.title}{' (quick)' if quick else ''}", label=e.label, intro_html=intro, runs=runs,
+                                 progress=step)
     write_claims(out, e, results, skipped, quick, time.perf_counter() - t0, len(plan.runs), res.failed)
     return ReproductionResult(name, out, results, skipped, time.perf_counter() - t0, len(plan.runs), res.failed, cmp.report)
 
