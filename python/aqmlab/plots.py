@@ -884,5 +884,7 @@ def png_bytes(fig: Any, dpi: int = 100) -> bytes:
     import io
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)  # constrained layout already fits the figure: no second drawing pass
+    # constrained layout already fits the figure (no second drawing pass for a tight box);
+    # zlib's fastest level: a third of the encoding time for files a fifth larger
+    fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
     return buf.getvalue()
