@@ -488,7 +488,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
             return _err(f"--figures: unknown figure \"{bad[0]}\" (expected some of: {', '.join(KINDS)})")
     try:
         with progress.steps("compare", sys.stderr.isatty()) as step:
-            res = compare.compare(dirs, out, figures=figs, title=a.title or "Comparison: " + ", ".join(str(d) for d in dirs), progress=step)
+            res = compare.compare(dirs, out, figures=figs, title=a.title or "Comparison: " + ", ".join(str(d) for d in dirs), progress=step, parallel=True)
     except FileNotFoundError as e:
         return _err(str(e))
     con = _console()

@@ -446,7 +446,7 @@ def reproduce(
 
     with steps("figures", sys.stderr.isatty() if progress is None else progress) as step:
         cmp = comparison.compare([out], out, figures=figs, title=f"{e.title}{' (quick)' if quick else ''}", label=e.label, intro_html=intro, runs=runs,
-                                 progress=step)
+                                 progress=step, parallel=cluster is None)
     write_claims(out, e, results, skipped, quick, time.perf_counter() - t0, len(plan.runs), res.failed)
     return ReproductionResult(name, out, results, skipped, time.perf_counter() - t0, len(plan.runs), res.failed, cmp.report)
 
