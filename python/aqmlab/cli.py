@@ -46,8 +46,11 @@ def headline_table(summary: dict[str, Any], title: str):
     from rich.markup import escape
     from rich.table import Table
 
-    b = summary["bottleneck"]
-    q, u = b["queue_delay_ms"], b["utilization"]
+    from . import measures
+
+    b = measures.headline(summary)
+    q = b.get("queue_delay_ms") or {k: None for k in ("p50", "p90", "p99", "max", "mean")}
+    u = b.get("utilization") or {k: None for k in ("mean", "p5", "p50")}
     t = Table(title=title, title_justify="left")
     for col in ("figure", "value"):
         t.add_column(col, justify="right" if col == "value" else "left")
@@ -55,7 +58,7 @@ def headline_table(summary: dict[str, Any], title: str):
     def f(v, d=1):
         return "–" if v is None else f"{v:.{d}f}"
 
-    t.add_row("AQM", b["aqm"])
+    t.add_row("AQM" if "bottleneck" in summary else f"AQM of {summary['primary_link']}", b["aqm"])
     t.add_row("queueing delay p50 / p90 / p99 / max (ms)", " / ".join(f(q[k]) for k in ("p50", "p90", "p99", "max")))
     t.add_row("queueing delay mean (ms)", f(q["mean"]))
     t.add_row("utilization mean / p5 / p50", " / ".join(f(u[k], 3) for k in ("mean", "p5", "p50")))

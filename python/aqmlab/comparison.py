@@ -83,7 +83,7 @@ class Series:
 
     @property
     def aqm(self) -> str:
-        return str(self.runs[0].summary["bottleneck"]["aqm"])
+        return str(measures.headline(self.runs[0].summary)["aqm"])
 
     @property
     def seeds(self) -> list[int]:

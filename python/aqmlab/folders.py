@@ -94,7 +94,9 @@ class Run:
 
     def __repr__(self) -> str:
         where = f" at {self.path}" if self.path is not None else ""
-        return f"<aqmlab Run {self.scenario.get('name')} seed {self.seed}, {self.summary['bottleneck']['aqm']}{where}>"
+        from . import measures
+
+        return f"<aqmlab Run {self.scenario.get('name')} seed {self.seed}, {measures.headline(self.summary)['aqm']}{where}>"
 
     # tables ------------------------------------------------------------------------------
     @property

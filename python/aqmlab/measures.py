@@ -225,61 +225,98 @@ def download_times(tr: dict[str, np.ndarray], group: int, sizes: list[int] | Non
     return out
 
 
-def summarize(result: Any) -> dict[str, Any]:
-    """The summary.json of a run (see DESIGN.md for the keys)."""
+def _link_delay(result: Any, li: int, name: str, warmup_ns: int, flows: np.ndarray | None = None, ps: Sequence[int] = QUEUE_PERCENTILES, hist: str | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    """Queueing delay (ms) at link `li` (its `name`): from its packet rows when it
+    is logged, else from its streaming histogram `hist` (default NAME.sojourn);
+    (None, None) when the run kept neither. Restricted to `flows` if given."""
+    meta = result.meta
+    logged = meta["logged_links"]
+    if name in logged:
+        pk = result.raw["packets"]
+        sel = (pk["link"] == logged.index(name)) & (pk["event"] == 1) & (pk["time_ns"] >= warmup_ns)
+        if flows is not None:
+            sel &= np.isin(pk["flow"], flows)
+        return distribution(pk["sojourn_ns"][sel] / 1e6, ps), None
+    hd = histogram(result, hist or f"{name}.sojourn", ps)
+    if hd is not None:
+        return hd, HIST_NOTE
+    return None, None
+
+
+def link_summary(result: Any, li: int) -> dict[str, Any]:
+    """The figures of link `li` (any link of any topology): its settings, queueing
+    delay (packet rows or streaming histogram, when the run kept either),
+    utilization (when it is sampled), packets, drops and marks by cause."""
     meta = result.meta
     sc = meta["scenario"]
     warmup_ns = _ns(sc["metrics"]["warmup"])
     interval_ns = _ns(sc["record"]["interval"])
     util_ns = _ns(sc["metrics"]["utilization_interval"])
-    sim_s = meta["sim_seconds"]
-    links = meta["links"]
-    bn = links[0]
-    st = bn["stats"]
-    pk = result.raw["packets"]
-    logged = meta["logged_links"]
-
-    bottleneck: dict[str, Any] = {
-        "aqm": bn["aqm"],
-        "rate_mbps": bn["rate_bps"] / 1e6,
-        "delay_ms": bn["delay_ns"] / 1e6,
-        "buffer_packets": bn["limit_packets"],
-        "buffer_bytes": bn["limit_bytes"],
+    ln = meta["links"][li]
+    st = ln["stats"]
+    out: dict[str, Any] = {
+        "aqm": ln["aqm"],
+        "rate_mbps": ln["rate_bps"] / 1e6,
+        "delay_ms": ln["delay_ns"] / 1e6,
+        "buffer_packets": ln["limit_packets"],
+        "buffer_bytes": ln["limit_bytes"],
     }
-    if "bottleneck" in logged:
-        li = logged.index("bottleneck")
-        sel = (pk["link"] == li) & (pk["event"] == 1) & (pk["time_ns"] >= warmup_ns)
-        soj = pk["sojourn_ns"][sel] / 1e6
-        bottleneck["queue_delay_ms"] = distribution(soj)
-    elif (hd := histogram(result, "bottleneck.sojourn")) is not None:
-        bottleneck["queue_delay_ms"] = hd
-        bottleneck["queue_delay_note"] = HIST_NOTE
-    else:
-        bottleneck["queue_delay_ms"] = distribution(np.array([]))
-        bottleneck["queue_delay_note"] = "packet records were off (record.packets = false)"
-    util = utilization_samples(result.raw["link_series"], 0, interval_ns, util_ns, warmup_ns)
-    if is_trace_link(result.raw["link_series"], 0):
-        bottleneck["trace"] = (sc["bottleneck"].get("trace") or {}).get("file", "inline")
+    qd, note = _link_delay(result, li, ln["name"], warmup_ns)
+    if qd is not None:
+        out["queue_delay_ms"] = qd
+        if note:
+            out["queue_delay_note"] = note
     ls = result.raw["link_series"]
-    cap = ls["capacity_bps"][ls["link"] == 0]
-    if len(cap) and cap.min() != cap.max():
-        bottleneck["capacity_mbps"] = {"min": float(cap.min()) / 1e6, "max": float(cap.max()) / 1e6}
-    u = distribution(util, UTIL_PERCENTILES, extremes=False)
-    bottleneck["utilization"] = {"mean": u.pop("mean"), **u}
+    if np.any(ls["link"] == li):
+        util = utilization_samples(ls, li, interval_ns, util_ns, warmup_ns)
+        cap = ls["capacity_bps"][ls["link"] == li]
+        if len(cap) and cap.min() != cap.max():
+            out["capacity_mbps"] = {"min": float(cap.min()) / 1e6, "max": float(cap.max()) / 1e6}
+        u = distribution(util, UTIL_PERCENTILES, extremes=False)
+        out["utilization"] = {"mean": u.pop("mean"), **u}
+    else:
+        out["throughput_mbps"] = st["bytes_dequeued"] * 8 / max(meta["sim_seconds"], 1e-9) / 1e6
     drops = dict(zip(("overflow", "random", "deterministic"), st["drops"]))
     marks = dict(zip(("overflow", "random", "deterministic"), st["marks"]))
-    bottleneck["packets"] = {
+    out["packets"] = {
         "arrived": st["arrivals"],
         "enqueued": st["enqueued"],
         "dequeued": st["dequeued"],
         "dropped": sum(st["drops"]),
         "marked": sum(st["marks"]),
     }
-    bottleneck["drops"] = drops
-    bottleneck["marks"] = {"random": marks["random"], "deterministic": marks["deterministic"]}
-    bottleneck["drop_rate"] = sum(st["drops"]) / st["arrivals"] if st["arrivals"] else None
+    out["drops"] = drops
+    out["marks"] = {"random": marks["random"], "deterministic": marks["deterministic"]}
+    out["drop_rate"] = sum(st["drops"]) / st["arrivals"] if st["arrivals"] else None
     total = sum(st["drops"])
-    bottleneck["drop_shares"] = {k: (v / total if total else None) for k, v in drops.items()}
+    out["drop_shares"] = {k: (v / total if total else None) for k, v in drops.items()}
+    return out
+
+
+def summarize(result: Any) -> dict[str, Any]:
+    """The summary.json of a run (see DESIGN.md for the keys)."""
+    meta = result.meta
+    sc = meta["scenario"]
+    warmup_ns = _ns(sc["metrics"]["warmup"])
+    interval_ns = _ns(sc["record"]["interval"])
+    sim_s = meta["sim_seconds"]
+    links = meta["links"]
+    pk = result.raw["packets"]
+    logged = meta["logged_links"]
+    dumbbell = "bottleneck" in sc
+    per_link = {ln["name"]: link_summary(result, li) for li, ln in enumerate(links)}
+
+    bottleneck: dict[str, Any] | None = None
+    if dumbbell:
+        bottleneck = dict(per_link["bottleneck"])
+        if "queue_delay_ms" not in bottleneck:
+            bottleneck["queue_delay_ms"] = distribution(np.array([]))
+            bottleneck["queue_delay_note"] = "packet records were off (record.packets = false)"
+        if is_trace_link(result.raw["link_series"], 0):
+            bottleneck["trace"] = (sc["bottleneck"].get("trace") or {}).get("file", "inline")
+        # the headline block keeps its historical key order
+        order = ["aqm", "rate_mbps", "delay_ms", "buffer_packets", "buffer_bytes", "queue_delay_ms", "queue_delay_note", "trace", "capacity_mbps", "utilization", "packets", "drops", "marks", "drop_rate", "drop_shares"]
+        bottleneck = {k: bottleneck[k] for k in order if k in bottleneck}
 
     classes: dict[str, Any] = {}
     fl = result.raw["flows"]
@@ -334,14 +371,21 @@ def summarize(result: Any) -> dict[str, Any]:
             "per_flow": distribution(per_win, GOODPUT_PERCENTILES, extremes=False),
             "class": distribution(total_win, GOODPUT_PERCENTILES, extremes=False),
         }
-        if "bottleneck" in logged:
-            li = logged.index("bottleneck")
-            mine = np.isin(pk["flow"], ids)
-            s = (pk["link"] == li) & (pk["event"] == 1) & (pk["time_ns"] >= warmup_ns) & mine
-            qd = distribution(pk["sojourn_ns"][s] / 1e6, (50, 95, 99))
-            c["queue_delay_ms"] = qd
-        elif (hd := histogram(result, f"bottleneck.sojourn.{g['name']}", (50, 95, 99))) is not None:
-            c["queue_delay_ms"] = hd
+        if dumbbell:
+            qd, _ = _link_delay(result, 0, "bottleneck", warmup_ns, ids, (50, 95, 99), f"bottleneck.sojourn.{g['name']}")
+            if qd is not None:
+                c["queue_delay_ms"] = qd
+        else:
+            # a topology: the class's queueing delay at each link side its data crosses
+            by_link = {}
+            for li, ln in enumerate(links):
+                h = next((x for x in meta.get("histograms") or [] if x["name"] == f"{ln['name']}.sojourn.{g['name']}"), None)
+                if h is None or not h["count"]:
+                    continue
+                qd, _ = _link_delay(result, li, ln["name"], warmup_ns, ids, (50, 95, 99), f"{ln['name']}.sojourn.{g['name']}")
+                if qd is not None:
+                    by_link[ln["name"]] = qd
+            c["queue_delay_ms_by_link"] = by_link
         if g["kind"] == "cbr":
             d = np.isin(dg["flow"], ids) & (dg["time_ns"] >= warmup_ns)
             c["rate_kbps"] = g["rate_bps"] / 1e3 if g.get("rate_bps") else None
@@ -359,23 +403,25 @@ def summarize(result: Any) -> dict[str, Any]:
             c["receiver_returns"] = int(fl["receiver_returns"][sel].sum())
         classes[g["name"]] = c
 
-    rev = links[1]
-    rst = rev["stats"]
-    bottleneck_rev = {
-        "aqm": rev["aqm"],
-        "rate_mbps": rev["rate_bps"] / 1e6,
-        "delay_ms": rev["delay_ns"] / 1e6,
-        "packets": {"arrived": rst["arrivals"], "dequeued": rst["dequeued"], "dropped": sum(rst["drops"]), "marked": sum(rst["marks"])},
-        "drops": dict(zip(("overflow", "random", "deterministic"), rst["drops"])),
-    }
-    if "bottleneck_rev" in logged:
-        li = logged.index("bottleneck_rev")
-        sel = (pk["link"] == li) & (pk["event"] == 1) & (pk["time_ns"] >= warmup_ns)
-        bottleneck_rev["queue_delay_ms"] = distribution(pk["sojourn_ns"][sel] / 1e6)
-    elif not sc["record"]["packets"] and (hd := histogram(result, "bottleneck_rev.sojourn")) is not None:
-        bottleneck_rev["queue_delay_ms"] = hd
+    bottleneck_rev: dict[str, Any] | None = None
+    if dumbbell:
+        rev = links[1]
+        rst = rev["stats"]
+        bottleneck_rev = {
+            "aqm": rev["aqm"],
+            "rate_mbps": rev["rate_bps"] / 1e6,
+            "delay_ms": rev["delay_ns"] / 1e6,
+            "packets": {"arrived": rst["arrivals"], "dequeued": rst["dequeued"], "dropped": sum(rst["drops"]), "marked": sum(rst["marks"])},
+            "drops": dict(zip(("overflow", "random", "deterministic"), rst["drops"])),
+        }
+        if "bottleneck_rev" in logged:
+            li = logged.index("bottleneck_rev")
+            sel = (pk["link"] == li) & (pk["event"] == 1) & (pk["time_ns"] >= warmup_ns)
+            bottleneck_rev["queue_delay_ms"] = distribution(pk["sojourn_ns"][sel] / 1e6)
+        elif not sc["record"]["packets"] and (hd := histogram(result, "bottleneck_rev.sojourn")) is not None:
+            bottleneck_rev["queue_delay_ms"] = hd
 
-    return {
+    out = {
         "format_version": 1,
         "aqmlab_version": meta["version"],
         "scenario": sc["name"],
@@ -386,9 +432,44 @@ def summarize(result: Any) -> dict[str, Any]:
         "events_per_second": meta["events"] / meta["wall_seconds"] if meta["wall_seconds"] > 0 else None,
         "bottleneck": bottleneck,
         "bottleneck_rev": bottleneck_rev,
+        "links": per_link,
         "classes": classes,
         "conservation": meta["conservation"],
     }
+    if not dumbbell:
+        # a topology has no one bottleneck: its links say it all, and the headline
+        # figures speak of its first AQM link that data crosses
+        del out["bottleneck"], out["bottleneck_rev"]
+        out["primary_link"] = primary_link_of(meta)
+    return out
+
+
+def primary_link_of(meta: dict[str, Any]) -> str:
+    """The link a run's headline figures speak of: the dumbbell's bottleneck; in a
+    topology of [[links]], its first recorded link (by default the AQM links that
+    data crosses), else its first link with an AQM, else its first link."""
+    names = [ln["name"] for ln in meta["links"]]
+    if "bottleneck" in names:
+        return "bottleneck"
+    if meta.get("logged_links"):
+        return meta["logged_links"][0]
+    return next((ln["name"] for ln in meta["links"] if ln["aqm"] != "droptail"), names[0])
+
+
+def headline(summary: dict[str, Any]) -> dict[str, Any]:
+    """The headline link's block of a summary.json: `bottleneck` in a dumbbell, the
+    primary link's entry of `links` in a topology."""
+    if summary.get("bottleneck") is not None:
+        return summary["bottleneck"]
+    return summary["links"][summary["primary_link"]]
+
+
+def resolve_link(run: Any, link: str) -> str:
+    """A link's name in `run`: "bottleneck" stands for the run's primary link in a
+    topology of [[links]], which has no link of that name."""
+    if link != "bottleneck":
+        return link
+    return (getattr(run, "summary", None) or {}).get("primary_link", "bottleneck")
 
 
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "min": 60_000_000_000}
@@ -470,6 +551,7 @@ def queue_delays(run: Any, link: str = "bottleneck", classes: Iterable[str] | No
     """Per-packet queueing delay (ms, dequeue minus enqueue) at `link` after the warm-up,
     thinned to MAX_SAMPLES_PER_RUN. Without packet rows (summaries only) the run's
     streaming histogram stands in (the whole run: histograms have no warm-up)."""
+    link = resolve_link(run, link)
     cols = ["time_s", "sojourn_ms"] + (["class"] if classes is not None else [])
     df = run.table("packets", cols, _dequeues(link))
     if df is not None and len(df):
@@ -485,6 +567,7 @@ def queue_delays(run: Any, link: str = "bottleneck", classes: Iterable[str] | No
 
 def delay_over_time(run: Any, link: str = "bottleneck", max_points: int = 30_000) -> tuple[np.ndarray, np.ndarray] | None:
     """(time s, queueing delay ms) of the packets leaving `link`, at most `max_points`."""
+    link = resolve_link(run, link)
     df = run.table("packets", ["time_s", "sojourn_ms"], _dequeues(link))
     if df is None or not len(df):
         return None
@@ -494,12 +577,14 @@ def delay_over_time(run: Any, link: str = "bottleneck", max_points: int = 30_000
 
 def link_series(run: Any, link: str = "bottleneck", columns: Sequence[str] = ("backlog_bytes", "drop_prob", "aqm_delay_ms")):
     """The per-interval rows of `link` (timeseries.parquet, scope "link"), in time order."""
+    link = resolve_link(run, link)
     ts = run.table("timeseries", ["time_s", *columns], [("scope", "=", "link"), ("link", "=", link)])
     return None if ts is None or ts.empty else ts.sort_values("time_s")
 
 
 def utilization(run: Any, link: str = "bottleneck") -> np.ndarray | None:
     """Utilization of `link` per `metrics.utilization_interval` after the warm-up."""
+    link = resolve_link(run, link)
     ts = link_series(run, link, ["utilization"])
     interval = setting_ns(run, "record.interval")
     window = setting_ns(run, "metrics.utilization_interval")
@@ -519,13 +604,14 @@ def utilization(run: Any, link: str = "bottleneck") -> np.ndarray | None:
 def link_rate_bps(run: Any, link: str = "bottleneck") -> float:
     """The nominal rate of `link` (from summary.json; per-link figures when present)."""
     s = run.summary
-    per = (s.get("links") or {}).get(link) or (s.get(link) if link in ("bottleneck", "bottleneck_rev") else None) or {}
-    return float(per.get("rate_mbps", s["bottleneck"]["rate_mbps"])) * 1e6
+    per = (s.get("links") or {}).get(resolve_link(run, link)) or (s.get(link) if link in ("bottleneck", "bottleneck_rev") else None) or {}
+    return float(per.get("rate_mbps", headline(s)["rate_mbps"])) * 1e6
 
 
 def drop_delays(run: Any, link: str = "bottleneck") -> dict[str, np.ndarray] | None:
     """Queueing delay (ms, backlog / link rate) when each drop at `link` happened, by
     cause (Kuhn & Ros Fig. 4); None without packet rows."""
+    link = resolve_link(run, link)
     d = run.table("packets", ["cause", "backlog_bytes"], [("link", "=", link), ("event", "=", "drop")])
     if d is None:
         return None
@@ -537,6 +623,7 @@ def drop_delays(run: Any, link: str = "bottleneck") -> dict[str, np.ndarray] | N
 def causes_over_time(run: Any, link: str = "bottleneck") -> Any:
     """Drops by cause and marks per record interval at `link` (columns time_s,
     overflow, random, deterministic, mark), or None."""
+    link = resolve_link(run, link)
     ts = link_series(run, link, ["drops_overflow", "drops_random", "drops_deterministic", "marks"])
     if ts is None:
         return None
@@ -582,6 +669,7 @@ def goodput_delay_points(run: Any, link: str = "bottleneck") -> np.ndarray | Non
     warm-up: rows of (mean queueing delay of the packets that left `link` in the
     window, ms; goodput of all flows in the window, Mbps). Without packet rows the
     delay is the mean backlog over the link rate."""
+    link = resolve_link(run, link)
     gi = (setting_ns(run, "metrics.goodput_interval", 10**9) or 10**9) / 1e9
     ts = run.table("timeseries", ["time_s", "goodput_mbps"], [("scope", "=", "flow")])
     if ts is None or ts.empty:
@@ -659,6 +747,7 @@ def class_packets(run: Any, link: str = "bottleneck") -> dict[str, dict[str, flo
     """Per class at `link` after the warm-up (Jou, Tan & Baras Tables III-IV):
     `loss_pct` (packets dropped over packets arriving), `delay_s` (mean queueing delay
     of the packets sent on), `rate_kBps` (bytes sent on per second, kB = 1000 B)."""
+    link = resolve_link(run, link)
     df = run.table("packets", ["time_s", "class", "uid", "size_bytes", "event", "sojourn_ms"], [("link", "=", link)])
     if df is None:
         return None

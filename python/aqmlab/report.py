@@ -57,10 +57,10 @@ def headline_html(df) -> str:
 
 def run_tables(s: dict[str, Any]) -> str:
     """The detailed tables of one run's summary.json."""
-    b = s["bottleneck"]
-    q, u, p, d = b["queue_delay_ms"], b["utilization"], b["packets"], b["drops"]
+    b = measures.headline(s)
+    q, u, p, d = b.get("queue_delay_ms") or {}, b.get("utilization") or {}, b["packets"], b["drops"]
     buf = f"{b['buffer_packets']} packets" if b.get("buffer_packets") else f"{b.get('buffer_bytes')} B"
-    parts = ["<h2>Bottleneck</h2>"]
+    parts = ["<h2>Bottleneck</h2>" if "bottleneck" in s else f"<h2>Link {esc(s['primary_link'])}</h2>"]
     parts.append(_table(["AQM", "rate (Mbps)", "one-way delay (ms)", "buffer", "drop rate"], [[b["aqm"], b["rate_mbps"], b["delay_ms"], buf, b["drop_rate"]]], 3))
     keys = ["p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "max", "mean"]
     parts.append(_table(["queueing delay (ms)"] + keys, [["per packet"] + [q.get(k) for k in keys]]))
@@ -70,10 +70,11 @@ def run_tables(s: dict[str, Any]) -> str:
     parts.append(_table(["utilization"] + ukeys, [["per interval"] + [u.get(k) for k in ukeys]], 3))
     parts.append(_table(["packets", "arrived", "enqueued", "dequeued", "dropped", "marked", "overflow", "random", "deterministic"],
                         [["count", p["arrived"], p["enqueued"], p["dequeued"], p["dropped"], p["marked"], d["overflow"], d["random"], d["deterministic"]]]))
+    parts.append(links_table(s))
     parts.append("<h2>Traffic classes</h2>")
     rows = []
     for name, c in s["classes"].items():
-        qd = c.get("queue_delay_ms") or {}
+        qd = c.get("queue_delay_ms") or next(iter((c.get("queue_delay_ms_by_link") or {}).values()), {})
         rows.append([name, c["kind"], c["flows"], c.get("cc") or "–", c["goodput_mbps"], c["goodput_mbps_per_flow"]["mean"], c["jain_index"], c["loss_rate"],
                      c["retransmits"], c["timeouts"], f"{cell(qd.get('p50'), digits=1)} / {cell(qd.get('p95'), digits=1)}"])
     parts.append(_table(["class", "kind", "flows", "cc", "goodput (Mbps)", "per flow (Mbps)", "Jain", "loss rate", "retransmits", "timeouts", "queue p50 / p95 (ms)"], rows, 3))
@@ -100,6 +101,28 @@ def run_tables(s: dict[str, Any]) -> str:
         rows.append([n, g["interval_s"], "class"] + [g["class"].get(k) for k in ks])
     parts.append("<h3>Goodput per interval (Mbps)</h3>" + _table(["class", "interval (s)", "of"] + ks, rows, 3))
     return "\n".join(parts)
+
+
+def links_table(s: dict[str, Any]) -> str:
+    """Every link's figures (summary.json's `links`): one row per link side that
+    carried packets."""
+    rows = []
+    for name, b in (s.get("links") or {}).items():
+        p = b["packets"]
+        if not p["arrived"]:
+            continue
+        q = b.get("queue_delay_ms") or {}
+        u = (b.get("utilization") or {}).get("mean")
+        rows.append([name, b["aqm"], b["rate_mbps"], b["delay_ms"], u, q.get("p50"), q.get("p99"), p["arrived"], p["dropped"], p["marked"], b["drop_rate"]])
+    if not rows:
+        return ""
+    head = ["link", "AQM", "rate (Mbps)", "delay (ms)", "utilization", "queue p50 (ms)", "queue p99 (ms)", "arrived", "dropped", "marked", "drop rate"]
+    per_class = ""
+    by = {n: c["queue_delay_ms_by_link"] for n, c in s["classes"].items() if c.get("queue_delay_ms_by_link")}
+    if by:
+        crow = [[n, link, d.get("p50"), d.get("p95"), d.get("p99")] for n, links in by.items() for link, d in links.items()]
+        per_class = "<h3>Queueing delay by class and link (ms)</h3>" + _table(["class", "link", "p50", "p95", "p99"], crow)
+    return "<h2>Links</h2>" + _table(head, rows, 3) + per_class
 
 
 def manifest_html(man: Optional[dict[str, Any]]) -> str:
@@ -187,7 +210,7 @@ def page(title: str, series: Sequence["Series"], table: Any, figures: Sequence[t
 
 
 def run_title(r: Any) -> str:
-    return f"{r.scenario.get('name')} (seed {r.seed}, {r.summary['bottleneck']['aqm']})"
+    return f"{r.scenario.get('name')} (seed {r.seed}, {measures.headline(r.summary)['aqm']})"
 
 
 def write_report(r: Any, out_dir: Path, progress: Any = None, on_started: Any = None) -> Path:
@@ -201,12 +224,12 @@ def write_report(r: Any, out_dir: Path, progress: Any = None, on_started: Any = 
 def run_card(r: Any) -> str:
     """A run's headline figures as HTML (a notebook's view of a `Run`)."""
     s = r.summary
-    b = s["bottleneck"]
-    q = b["queue_delay_ms"]
+    b = measures.headline(s)
+    q = b.get("queue_delay_ms") or {}
     rows = [
         ("AQM", b["aqm"]),
         ("queueing delay p50 / p90 / p99 (ms)", " / ".join(cell(q.get(k), digits=1) for k in ("p50", "p90", "p99"))),
-        ("utilization (mean)", cell(b["utilization"]["mean"], digits=3)),
+        ("utilization (mean)", cell((b.get("utilization") or {}).get("mean"), digits=3)),
         ("drop rate", cell(b["drop_rate"], digits=4)),
     ] + [(f"{n}: goodput (Mbps), Jain", f"{cell(c['goodput_mbps'])}, {cell(c['jain_index'], digits=3)}") for n, c in s["classes"].items()]
     body = "".join(f"<tr><th style='text-align:left'>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows)
