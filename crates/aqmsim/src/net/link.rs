@@ -520,7 +520,7 @@ impl<P: QPacket> Link<P> {
     /// Close the sampling interval ending at `now` (the link's state is that just
     /// before `now`: operations and arrivals at `now` come after a sample) and write
     /// its row, as link `index` of the series.
-    pub fn sample(&mut self, now: Time, interval: Duration, index: u8, r: &mut LinkSeries) {
+    pub fn sample(&mut self, now: Time, interval: Duration, index: u16, r: &mut LinkSeries) {
         self.settle(Time::from_nanos(now.as_nanos() - 1));
         let m = self.mark;
         let (busy, tx_bytes, tx_packets) = self.sent_until(now);

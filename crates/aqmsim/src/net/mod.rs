@@ -456,7 +456,7 @@ impl Network {
                 self.advance(l as u16, bound, eng, rec);
                 self.refresh_wake(l as u16, eng);
             }
-            self.links[l].sample(now, interval, l as u8, &mut rec.link_series);
+            self.links[l].sample(now, interval, l as u16, &mut rec.link_series);
         }
     }
 
