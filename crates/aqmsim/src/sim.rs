@@ -216,6 +216,8 @@ struct Flow {
 struct Group {
     /// The links a packet crosses: data (sender to receiver), then ACKs.
     paths: [[u16; 3]; 2],
+    /// Its sender and receiver hosts ([`Scenario::host_ids`]).
+    hosts: [u16; 2],
 }
 
 /// Counters at the previous sample, to turn totals into per-interval figures.
@@ -313,6 +315,7 @@ impl Sim {
         let mut groups = Vec::new();
         let mut flows = Vec::new();
         let a = &sc.access;
+        let host_ids = sc.host_ids();
         for (gi, g) in sc.flows.iter().enumerate() {
             let name = &g.common.name;
             let path = &g.common.path;
@@ -329,7 +332,7 @@ impl Sim {
             let down = add("down", rcv_delay);
             let up_rev = add("up_rev", rcv_delay + ret_delay);
             let down_rev = add("down_rev", snd_delay);
-            groups.push(Group { paths: [[up, BOTTLENECK as u16, down], [up_rev, BOTTLENECK_REV as u16, down_rev]] });
+            groups.push(Group { paths: [[up, BOTTLENECK as u16, down], [up_rev, BOTTLENECK_REV as u16, down_rev]], hosts: host_ids[gi] });
             let stop = g.common.stop.map_or(end, |s| (Time::ZERO + s).min(end));
             for (k, (start, extra)) in (0..g.common.count).zip(flow_draws(sc, gi)) {
                 let id = flows.len() as u32;
@@ -590,6 +593,8 @@ impl Sim {
         p.hop = 0;
         self.cons.created += 1;
         let fi = p.flow as usize;
+        let [sender, receiver] = self.groups[self.flows[fi].group as usize].hosts;
+        (p.src_host, p.dst_host) = if p.kind.is_forward() { (sender, receiver) } else { (receiver, sender) };
         let f = &mut self.flows[fi];
         if !f.extra.is_zero() {
             let at = self.now + f.extra;
@@ -911,6 +916,13 @@ impl Sim {
         if l.qdisc.next_timer().is_some_and(|t| t <= now) {
             let mut ctx = Ctx { now, rng: &mut l.rng, link_rate: l.rate };
             l.qdisc.on_timer(&mut ctx);
+        }
+        // An AQM that holds packets back (CAKE's shaper) lets them go at its timer: an
+        // idle rate link with a backlog starts again (never the case otherwise: a rate
+        // link goes idle only with its queue empty).
+        let l = &mut self.links[li];
+        if !matches!(l.shaper, Shaper::Trace { .. }) && !l.wake_pending && !l.is_busy(now) && l.qdisc.backlog().packets > 0 {
+            self.start_tx(li);
         }
         self.sync_aqm_timer(li);
     }
