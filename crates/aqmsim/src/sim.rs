@@ -196,6 +196,9 @@ enum FlowKind {
 
 struct Flow {
     group: u16,
+    /// Its group's sender and receiver hosts ([`Scenario::host_ids`]), stamped on
+    /// every packet it sends.
+    hosts: [u16; 2],
     start: Time,
     /// Time of the pending timer event, if one is scheduled.
     timer_at: Option<Time>,
@@ -216,8 +219,6 @@ struct Flow {
 struct Group {
     /// The links a packet crosses: data (sender to receiver), then ACKs.
     paths: [[u16; 3]; 2],
-    /// Its sender and receiver hosts ([`Scenario::host_ids`]).
-    hosts: [u16; 2],
 }
 
 /// Counters at the previous sample, to turn totals into per-interval figures.
@@ -332,7 +333,7 @@ impl Sim {
             let down = add("down", rcv_delay);
             let up_rev = add("up_rev", rcv_delay + ret_delay);
             let down_rev = add("down_rev", snd_delay);
-            groups.push(Group { paths: [[up, BOTTLENECK as u16, down], [up_rev, BOTTLENECK_REV as u16, down_rev]], hosts: host_ids[gi] });
+            groups.push(Group { paths: [[up, BOTTLENECK as u16, down], [up_rev, BOTTLENECK_REV as u16, down_rev]] });
             let stop = g.common.stop.map_or(end, |s| (Time::ZERO + s).min(end));
             for (k, (start, extra)) in (0..g.common.count).zip(flow_draws(sc, gi)) {
                 let id = flows.len() as u32;
@@ -358,6 +359,7 @@ impl Sim {
                 };
                 flows.push(Flow {
                     group: gi as u16,
+                    hosts: host_ids[gi],
                     start,
                     timer_at: None,
                     drops: 0,
@@ -593,9 +595,9 @@ impl Sim {
         p.hop = 0;
         self.cons.created += 1;
         let fi = p.flow as usize;
-        let [sender, receiver] = self.groups[self.flows[fi].group as usize].hosts;
-        (p.src_host, p.dst_host) = if p.kind.is_forward() { (sender, receiver) } else { (receiver, sender) };
         let f = &mut self.flows[fi];
+        let [sender, receiver] = f.hosts;
+        (p.src_host, p.dst_host) = if p.kind.is_forward() { (sender, receiver) } else { (receiver, sender) };
         if !f.extra.is_zero() {
             let at = self.now + f.extra;
             f.line.push_back((at, p));

@@ -222,3 +222,51 @@ fn dualpi2_holds_classic_traffic_near_its_target() {
         assert_eq!(st.marks[2], 0);
     }
 }
+
+/// A scenario's error, as the CLI prints it.
+fn error_of(aqm: &str) -> String {
+    Scenario::from_toml(&sparse_beside_bulk(aqm), &[]).map(|_| ()).unwrap_err().to_string()
+}
+
+#[test]
+fn bad_parameters_are_one_line_errors_naming_the_field() {
+    for (aqm, field, value) in [
+        (r#"{ kind = "dualpi2", coupling_factor = 0 }"#, "bottleneck.aqm.coupling_factor", "0"),
+        (r#"{ kind = "dualpi2", coupling_factor = -1.5 }"#, "bottleneck.aqm.coupling_factor", "-1.5"),
+        (r#"{ kind = "cake", flow_mode = "per-host" }"#, "bottleneck.aqm.flow_mode", "per-host"),
+        (r#"{ kind = "cake", framing = "adsl" }"#, "bottleneck.aqm.framing", "adsl"),
+        (r#"{ kind = "dualpi2", step_thresh = "5 parsecs" }"#, "bottleneck.aqm.step_thresh", "5 parsecs"),
+        (r#"{ kind = "fq_pie", flows = 0 }"#, "bottleneck.aqm.flows", "0"),
+    ] {
+        let e = error_of(aqm);
+        eprintln!("{aqm}: {e}");
+        assert!(!e.contains('\n'), "one line: {e}");
+        assert!(e.starts_with(field), "names the field {field}: {e}");
+        assert!(e.contains(value), "names the value {value}: {e}");
+    }
+    // the expected values are listed for an unknown flow mode
+    let e = error_of(r#"{ kind = "cake", flow_mode = "per-host" }"#);
+    assert!(e.contains("triple-isolate") && e.contains("dual-srchost"), "{e}");
+    // a host name must not be empty
+    let text = sparse_beside_bulk(r#"{ kind = "cake" }"#).replace("count = 8\n", "count = 8\npath = { sender_host = \"\" }\n");
+    let e = Scenario::from_toml(&text, &[]).map(|_| ()).unwrap_err().to_string();
+    assert!(e.starts_with("flows[0].path.sender_host"), "{e}");
+}
+
+#[test]
+fn cake_shapes_below_the_link_rate() {
+    // 4 CUBIC flows on a 10 Mb/s link, CAKE shaping at 8 Mb/s: the link carries 8 Mb/s
+    // (the queue forms in CAKE, released at its timer); with 100 bytes of overhead per
+    // 1500-byte packet the shaper counts 1600 bytes: at most 7.5 Mb/s on the wire.
+    for (extra, want) in [("", 0.8), (", overhead = 100", 0.75)] {
+        let full = sparse_beside_bulk(&format!(r#"{{ kind = "cake", bandwidth = "8Mbps"{extra} }}"#)).replace("count = 8", "count = 4");
+        // the bulk flows only: 1500-byte packets
+        let text = &full[..full.find("[[flows]]\nname = \"cbr\"").unwrap()];
+        let o = run(text);
+        let u = utilization(&o, 10.0);
+        let s = sojourns(&o, 0, 10.0);
+        eprintln!("cake bandwidth 8Mbps{extra}: link utilization {u:.4}, bulk sojourn p50 {:.2} ms", pct(&s, 0.5));
+        // never above the shaped rate; below it only when CAKE's queue runs empty
+        assert!(u <= want + 0.001 && u > want - 0.01, "{extra}: {u}");
+    }
+}
