@@ -400,7 +400,7 @@ impl<P: QPacket> Aqm<P> for Ared<P> {
 }
 
 
-impl crate::spec::AqmParams for AredParams {
+impl crate::AqmParams for AredParams {
     const TITLE: &'static str = "Adaptive RED: max_p adapted toward a target queue, automatic parameters";
     const SOURCE: &'static str = "Floyd, Gummadi & Shenker, \"Adaptive RED\", ICIR technical report, 2001";
     const DOC: &'static [(&'static str, &'static str)] = AredParams::DOC;
@@ -425,7 +425,7 @@ impl Default for AredSlidingParams {
     }
 }
 
-impl crate::spec::AqmParams for AredSlidingParams {
+impl crate::AqmParams for AredSlidingParams {
     const TITLE: &'static str = "Adaptive RED with sliding thresholds holding the drop probability in (P_L, P_U)";
     const SOURCE: &'static str = "Jou, Tan & Baras, \"A Parallel Virtual Queue Structure for AQM\", CSHCN TR 2003-18, §V";
     const DOC: &'static [(&'static str, &'static str)] = AredParams::DOC;

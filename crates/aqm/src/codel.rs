@@ -296,7 +296,7 @@ impl<P: QPacket> Aqm<P> for Codel<P> {
 }
 
 
-impl crate::spec::AqmParams for CodelParams {
+impl crate::AqmParams for CodelParams {
     const TITLE: &'static str = "Controlled Delay: drop at dequeue on the interval/sqrt(count) schedule";
     const SOURCE: &'static str = "Nichols, Jacobson, McGregor & Iyengar, RFC 8289 (2018)";
     const DOC: &'static [(&'static str, &'static str)] = CodelParams::DOC;

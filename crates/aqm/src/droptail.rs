@@ -51,7 +51,7 @@ impl<P: QPacket> Aqm<P> for DropTail<P> {
 }
 
 
-impl crate::spec::AqmParams for DropTailParams {
+impl crate::AqmParams for DropTailParams {
     const TITLE: &'static str = "FIFO that drops arrivals when the buffer is full";
     const SOURCE: &'static str = "the classic router queue";
     const DOC: &'static [(&'static str, &'static str)] = DropTailParams::DOC;

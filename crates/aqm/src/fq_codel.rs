@@ -294,7 +294,7 @@ impl<P: QPacket> Aqm<P> for FqCodel<P> {
 }
 
 
-impl crate::spec::AqmParams for FqCodelParams {
+impl crate::AqmParams for FqCodelParams {
     const TITLE: &'static str = "Flow Queue CoDel: DRR over hashed flow queues, CoDel in each";
     const SOURCE: &'static str = "Hoeiland-Joergensen, McKenney, Taht, Gettys & Dumazet, RFC 8290 (2018)";
     const DOC: &'static [(&'static str, &'static str)] = FqCodelParams::DOC;

@@ -36,6 +36,7 @@ pub use spec::{AnyAqm, AqmSpec, Qdisc};
 pub use time::{Duration, Time};
 pub use units::{Bytes, QueueLimit, Rate};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 /// Why a packet was dropped or marked.
@@ -203,7 +204,9 @@ pub trait Aqm<P: QPacket> {
     /// others for schemes that drop from inside the queue) are pushed onto `drops`.
     fn enqueue(&mut self, pkt: P, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit;
     /// Hand the next packet to the link, or `None` if nothing is left. Packets dropped
-    /// on the way (CoDel) are pushed onto `drops`.
+    /// on the way (CoDel) are pushed onto `drops`. An AQM that holds packets back
+    /// (CAKE's shaper) returns `None` with a backlog; its [`Aqm::next_timer`] then says
+    /// when to ask again.
     fn dequeue(&mut self, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Option<Departure<P>>;
     fn backlog(&self) -> Backlog;
     /// When this AQM next needs [`Aqm::on_timer`] (PIE's periodic update), if ever.
@@ -217,6 +220,56 @@ pub trait Aqm<P: QPacket> {
     /// Named figures beyond [`Stats`] (see [`Counter`]), appended to `out`; none by
     /// default. Called when a recorder samples, not per packet.
     fn counters(&self, _out: &mut Vec<Counter>) {}
+}
+
+/// What the registry needs from an AQM's file, implemented on its parameters (plain
+/// serde data with `deny_unknown_fields` and defaults from the algorithm's source).
+pub trait AqmParams: Clone + std::fmt::Debug + PartialEq + Default + Serialize + DeserializeOwned {
+    /// One-line description for `aqmlab list`.
+    const TITLE: &'static str;
+    /// The primary source, by authors and title (or RFC).
+    const SOURCE: &'static str;
+    /// One line per parameter: what it is and where its default comes from.
+    const DOC: &'static [(&'static str, &'static str)];
+    /// The state machine these parameters build.
+    type Algo<P: QPacket>: Aqm<P>;
+    /// Checks that cannot be expressed in types; the message starts with the field name.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Fill in what parsing leaves implied (Adaptive RED with sliding thresholds turns
+    /// them on when the table does not give them).
+    fn complete(&mut self) {}
+    fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P>;
+}
+
+/// A boxed AQM is an AQM (large state machines are boxed to keep [`AnyAqm`] small).
+impl<P: QPacket, A: Aqm<P> + ?Sized> Aqm<P> for Box<A> {
+    #[inline]
+    fn enqueue(&mut self, pkt: P, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit {
+        (**self).enqueue(pkt, ctx, drops)
+    }
+    #[inline]
+    fn dequeue(&mut self, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Option<Departure<P>> {
+        (**self).dequeue(ctx, drops)
+    }
+    #[inline]
+    fn backlog(&self) -> Backlog {
+        (**self).backlog()
+    }
+    #[inline]
+    fn next_timer(&self) -> Option<Time> {
+        (**self).next_timer()
+    }
+    fn on_timer(&mut self, ctx: &mut Ctx<'_>) {
+        (**self).on_timer(ctx)
+    }
+    fn probe(&self) -> Probe {
+        (**self).probe()
+    }
+    fn counters(&self, out: &mut Vec<Counter>) {
+        (**self).counters(out)
+    }
 }
 
 /// Apply a congestion signal to a packet: with ECN allowed and an ECN-capable packet,

@@ -124,7 +124,7 @@ impl<P: QPacket> Aqm<P> for MadPie<P> {
 }
 
 
-impl crate::spec::AqmParams for MadPieParams {
+impl crate::AqmParams for MadPieParams {
     const TITLE: &'static str = "PIE plus at most one deterministic drop per update while the delay estimate exceeds tau_DD";
     const SOURCE: &'static str = "Kuhn & Ros, \"Improving PIE's performance over high-delay paths\", §II";
     const DOC: &'static [(&'static str, &'static str)] = MadPieParams::DOC;

@@ -502,7 +502,7 @@ impl<P: QPacket> Aqm<P> for Pie<P> {
 }
 
 
-impl crate::spec::AqmParams for PieParams {
+impl crate::AqmParams for PieParams {
     const TITLE: &'static str = "Proportional Integral controller Enhanced";
     const SOURCE: &'static str = "Pan et al., RFC 8033 (2017)";
     const DOC: &'static [(&'static str, &'static str)] = PieParams::DOC;

@@ -427,7 +427,7 @@ impl<P: QPacket> Aqm<P> for Red<P> {
 }
 
 
-impl crate::spec::AqmParams for RedParams {
+impl crate::AqmParams for RedParams {
     const TITLE: &'static str = "Random Early Detection";
     const SOURCE: &'static str = "Floyd & Jacobson, IEEE/ACM Trans. Networking 1(4), 1993";
     const DOC: &'static [(&'static str, &'static str)] = RedParams::DOC;

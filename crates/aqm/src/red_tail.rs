@@ -307,7 +307,7 @@ impl<P: QPacket> Aqm<P> for RedTail<P> {
 }
 
 
-impl crate::spec::AqmParams for RedTailParams {
+impl crate::AqmParams for RedTailParams {
     const TITLE: &'static str = "RED+Tail: drop-tail and Adaptive RED virtual queues sharing one buffer";
     const SOURCE: &'static str = "Jou, Tan & Baras, \"A Parallel Virtual Queue Structure for AQM\", CSHCN TR 2003-18, §III";
     const DOC: &'static [(&'static str, &'static str)] = RedTailParams::DOC;

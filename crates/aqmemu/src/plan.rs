@@ -79,7 +79,7 @@ pub fn plan(sc: &Scenario) -> Result<Plan, ScenarioError> {
                 TrafficSpec::Bulk(_) => App::Bulk,
                 TrafficSpec::Cbr(c) => App::Cbr { rate_bps: c.rate.bps(), packet_size: c.packet_size.0 as u32 },
                 TrafficSpec::Transfer(t) => App::Downloads { sizes: vec![t.size.0], thinks_ns: vec![], persistent: false },
-                TrafficSpec::Files(d) | TrafficSpec::Web(d) => {
+                TrafficSpec::Files(aqmsim::endpoint::downloads::FilesSpec(d)) | TrafficSpec::Web(aqmsim::endpoint::downloads::WebSpec(d)) => {
                     // the simulator's client draws a size at each request and a think
                     // time at each completion, alternately, from this stream
                     // (`aqmsim::traffic::Downloads`)
@@ -178,7 +178,7 @@ mod tests {
         assert!(!persistent);
         let mut r = rng::stream(7, "group.files.flow.0");
         let d = match &sc.flows[2].traffic {
-            TrafficSpec::Files(d) => d.clone(),
+            TrafficSpec::Files(aqmsim::endpoint::downloads::FilesSpec(d)) => d.clone(),
             _ => unreachable!(),
         };
         assert_eq!(sizes[0], d.sizes.sample(&mut r));
