@@ -12,7 +12,10 @@
 //! scaled down while the probability is small.
 //!
 //! [`Pie::decide`] and [`Pie::admit_decided`] are public so that MADPIE can add its
-//! deterministic drop between PIE's random decision and the enqueue.
+//! deterministic drop between PIE's random decision and the enqueue. The control law
+//! itself ([`early_drop`], [`calculate_drop_prob`], [`process_dequeue`]) works on
+//! one queue's [`PieVars`] and its backlog, so that FQ-PIE ([`crate::fq_pie`]) runs
+//! one PIE state per flow queue with this same code.
 
 use serde::{Deserialize, Serialize};
 
@@ -182,6 +185,206 @@ pub struct PieVars {
     ce_bytes: u64,
 }
 
+impl PieVars {
+    /// Fresh state, with the whole burst allowance (RFC 8033 §4.4).
+    pub fn new(params: &PieParams) -> PieVars {
+        PieVars { burst_allowance: params.max_burst, ..PieVars::default() }
+    }
+
+    /// A packet of `size` bytes entered the queue (for `ignore_ce_in_measure`).
+    #[inline]
+    pub fn on_arrival(&mut self, params: &PieParams, size: u64, ce: bool) {
+        if params.ignore_ce_in_measure && ce {
+            self.ce_bytes += size;
+        }
+    }
+
+    /// The backlog the delay estimator converts to delay: `backlog` bytes, without
+    /// the CE-marked ones with `ignore_ce_in_measure`.
+    #[inline]
+    pub fn measured_backlog(&self, params: &PieParams, backlog: u64) -> u64 {
+        if params.ignore_ce_in_measure {
+            backlog - self.ce_bytes
+        } else {
+            backlog
+        }
+    }
+}
+
+// PIE's control law over one queue's state, the queue seen only through its backlog
+// in bytes: what PIE runs on its single FIFO, and what FQ-PIE runs on each flow queue
+// (Linux's `pie_drop_early`, `pie_calculate_probability` and `pie_process_dequeue`
+// in `include/net/pie.h` have the same shape).
+
+/// Safeguard PIE to be work-conserving (RFC 8033 §4.1): no early drop while the
+/// delay was under half the target and the probability is under 20 %, or while the
+/// queue holds at most two mean-size packets.
+#[inline]
+pub fn safeguard_applies(p: &PieParams, v: &PieVars, backlog: u64) -> bool {
+    (v.qdelay_old < p.target.div_u64(2) && v.drop_prob < 0.2) || backlog <= 2 * p.mean_pkt_size.0
+}
+
+/// PIE's random early drop decision for an arriving packet of `size` bytes at a
+/// queue holding `backlog` bytes (the buffer limit is the caller's): the burst
+/// allowance (RFC 8033 §4.4, reset after a quiet period as in its Appendix A
+/// `enque()`), then `drop_early()` (§4.1, with derandomization §5.4 and Linux's
+/// byte mode). True: drop (or mark).
+#[inline]
+pub fn early_drop(p: &PieParams, v: &mut PieVars, backlog: u64, size: u32, ctx: &mut Ctx<'_>) -> bool {
+    let half = p.target.div_u64(2);
+    // RFC 8033 Appendix A, enque(): reset the burst allowance once the queue has
+    // been quiet (no drop probability, both delay samples under target/2).
+    if v.drop_prob == 0.0 && v.qdelay < half && v.qdelay_old < half {
+        v.burst_allowance = p.max_burst;
+    }
+    // RFC 8033 §4.4: no random drop while burst allowance remains.
+    if !v.burst_allowance.is_zero() {
+        return false;
+    }
+    if safeguard_applies(p, v, backlog) {
+        return false;
+    }
+    let mut prob = v.drop_prob;
+    if p.bytemode {
+        prob = (prob * size as f64 / p.mean_pkt_size.0 as f64).min(1.0);
+    }
+    // Derandomization (RFC 8033 §5.4).
+    if p.derandomize {
+        if v.drop_prob == 0.0 {
+            v.accu_prob = 0.0;
+        }
+        v.accu_prob += v.drop_prob;
+        if v.accu_prob < 0.85 {
+            return false;
+        }
+        if v.accu_prob >= 8.5 {
+            return true;
+        }
+    }
+    ctx.uniform() < prob
+}
+
+/// May a congestion signal be a CE mark at this probability (RFC 8033 §5.1)?
+#[inline]
+pub fn ecn_allowed(p: &PieParams, v: &PieVars) -> bool {
+    p.ecn && v.drop_prob < p.ecn_threshold
+}
+
+/// RFC 8033 §4.2 calculate_drop_prob(), run every `tupdate`, for a queue whose
+/// measured backlog is `backlog` bytes.
+pub fn calculate_drop_prob(p: &PieParams, v: &mut PieVars, backlog: u64, ctx: &mut Ctx<'_>) {
+    v.last_update = ctx.now;
+    // The delay estimate (RFC 8033 §4.3).
+    match p.estimator {
+        DelayEstimator::DepartureRate => {
+            v.qdelay = if v.avg_dq_time_ns > 0.0 {
+                Duration::from_nanos((backlog as f64 * v.avg_dq_time_ns / p.dq_threshold.0 as f64).round() as u64)
+            } else {
+                Duration::ZERO
+            };
+        }
+        DelayEstimator::Timestamp => {
+            // The last dequeued packet's sojourn; zero once the queue is empty.
+            if backlog == 0 {
+                v.qdelay = Duration::ZERO;
+            }
+        }
+        DelayEstimator::Interval => {
+            // Pan et al. (2012): est_del = queue_length / depart_count * T_update.
+            v.qdelay = if backlog == 0 {
+                Duration::ZERO
+            } else if v.depart_count > 0 {
+                Duration::from_nanos((backlog as u128 * p.tupdate.as_nanos() as u128 / v.depart_count as u128) as u64)
+            } else {
+                // Nothing left in a whole interval: fall back to the link rate.
+                ctx.link_rate.tx_time(backlog)
+            };
+            v.depart_count = 0;
+        }
+    }
+    let cur = v.qdelay.as_secs_f64();
+    let old = v.qdelay_old.as_secs_f64();
+    let mut delta = p.alpha * (cur - p.target.as_secs_f64()) + p.beta * (cur - old);
+    // RFC 8033 §4.2: auto-tuning of alpha and beta by the drop probability's range.
+    if p.auto_scale {
+        let dp = v.drop_prob;
+        delta /= if dp < 0.000_001 {
+            2048.0
+        } else if dp < 0.000_01 {
+            512.0
+        } else if dp < 0.000_1 {
+            128.0
+        } else if dp < 0.001 {
+            32.0
+        } else if dp < 0.01 {
+            8.0
+        } else if dp < 0.1 {
+            2.0
+        } else {
+            1.0
+        };
+    }
+    // RFC 8033 §5.5 Cap Drop Adjustment.
+    if p.cap_drop_adjustment && v.drop_prob >= 0.1 && delta > 0.02 {
+        delta = 0.02;
+    }
+    // Linux sch_pie: extra push while the delay is very high.
+    if p.high_delay_boost && v.qdelay > Duration::from_millis(250) {
+        delta += 0.02;
+    }
+    let mut prob = v.drop_prob + delta;
+    // RFC 8033 §4.2: decay the probability exponentially when the queue is idle.
+    if v.qdelay.is_zero() && v.qdelay_old.is_zero() {
+        prob *= 0.98;
+    }
+    v.drop_prob = prob.clamp(0.0, 1.0);
+    v.qdelay_old = v.qdelay;
+    // RFC 8033 §4.4: the burst allowance runs down by T_UPDATE each update.
+    v.burst_allowance = v.burst_allowance.saturating_sub(p.tupdate);
+}
+
+/// A packet of `size` bytes left the queue after `sojourn`, leaving `backlog` bytes
+/// behind: feed the delay estimator (RFC 8033 §4.3).
+#[inline]
+pub fn process_dequeue(p: &PieParams, v: &mut PieVars, size: u64, ce: bool, sojourn: Duration, now: Time, backlog: u64) {
+    if ce && p.ignore_ce_in_measure {
+        v.ce_bytes -= size;
+    }
+    match p.estimator {
+        DelayEstimator::DepartureRate => {
+            // RFC 8033 §4.3 / Appendix B: count bytes in the current measurement
+            // cycle; when DQ_THRESHOLD bytes have left, fold the drain time into
+            // the average.
+            if v.in_measurement {
+                v.dq_count += size;
+                if v.dq_count >= p.dq_threshold.0 {
+                    let dq_time = now.saturating_since(v.measurement_start).as_nanos() as f64;
+                    // normalise to the time for exactly dq_threshold bytes
+                    let sample = dq_time * p.dq_threshold.0 as f64 / v.dq_count as f64;
+                    v.avg_dq_time_ns = if v.avg_dq_time_ns == 0.0 {
+                        sample
+                    } else {
+                        p.dq_weight * sample + (1.0 - p.dq_weight) * v.avg_dq_time_ns
+                    };
+                    v.in_measurement = false;
+                }
+            }
+            // Start a cycle when the queue holds DQ_THRESHOLD bytes.
+            if !v.in_measurement && backlog >= p.dq_threshold.0 {
+                v.in_measurement = true;
+                v.measurement_start = now;
+                v.dq_count = 0;
+            }
+        }
+        DelayEstimator::Timestamp => {
+            if !(ce && p.ignore_ce_in_measure) {
+                v.qdelay = sojourn;
+            }
+        }
+        DelayEstimator::Interval => v.depart_count += size,
+    }
+}
+
 /// PIE over one FIFO.
 #[derive(Debug)]
 pub struct Pie<P> {
@@ -193,21 +396,12 @@ pub struct Pie<P> {
 
 impl<P: QPacket> Pie<P> {
     pub fn new(params: &PieParams, limit: Limit) -> Self {
-        let vars = PieVars { burst_allowance: params.max_burst, ..PieVars::default() };
-        Pie { params: params.clone(), vars, fifo: Fifo::new(), limit }
+        Pie { params: params.clone(), vars: PieVars::new(params), fifo: Fifo::new(), limit }
     }
 
     /// The delay estimate PIE currently acts on.
     pub fn current_qdelay(&self) -> Duration {
         self.vars.qdelay
-    }
-
-    fn measured_backlog_bytes(&self) -> u64 {
-        if self.params.ignore_ce_in_measure {
-            self.fifo.bytes() - self.vars.ce_bytes
-        } else {
-            self.fifo.bytes()
-        }
     }
 
     /// The decision for an arriving packet of `size` bytes, before any ECN handling:
@@ -219,56 +413,14 @@ impl<P: QPacket> Pie<P> {
         if self.limit.overflows(self.fifo.backlog(), size) {
             return Some(Cause::Overflow);
         }
-        let half = self.params.target.div_u64(2);
-        // RFC 8033 Appendix A, enque(): reset the burst allowance once the queue has
-        // been quiet (no drop probability, both delay samples under target/2).
-        if self.vars.drop_prob == 0.0 && self.vars.qdelay < half && self.vars.qdelay_old < half {
-            self.vars.burst_allowance = self.params.max_burst;
-        }
-        // RFC 8033 §4.4: no random drop while burst allowance remains.
-        if !self.vars.burst_allowance.is_zero() {
-            return None;
-        }
-        if self.drop_early(size, ctx) { Some(Cause::Random) } else { None }
+        if early_drop(&self.params, &mut self.vars, self.fifo.bytes(), size, ctx) { Some(Cause::Random) } else { None }
     }
 
-    /// Safeguard PIE to be work-conserving (RFC 8033 §4.1): no early drop while the
-    /// delay was under half the target and the probability is under 20 %, or while
-    /// the queue holds at most two mean-size packets. Public for MADPIE, whose
-    /// deterministic drop applies only where PIE's random policy does.
+    /// [`safeguard_applies`] to this queue. Public for MADPIE, whose deterministic
+    /// drop applies only where PIE's random policy does.
     #[inline]
     pub fn safeguard_applies(&self) -> bool {
-        let v = &self.vars;
-        let p = &self.params;
-        (v.qdelay_old < p.target.div_u64(2) && v.drop_prob < 0.2) || self.fifo.bytes() <= 2 * p.mean_pkt_size.0
-    }
-
-    /// RFC 8033 §4.1 drop_early().
-    #[inline]
-    fn drop_early(&mut self, size: u32, ctx: &mut Ctx<'_>) -> bool {
-        if self.safeguard_applies() {
-            return false;
-        }
-        let v = &mut self.vars;
-        let p = &self.params;
-        let mut prob = v.drop_prob;
-        if p.bytemode {
-            prob = (prob * size as f64 / p.mean_pkt_size.0 as f64).min(1.0);
-        }
-        // Derandomization (RFC 8033 §5.4).
-        if p.derandomize {
-            if v.drop_prob == 0.0 {
-                v.accu_prob = 0.0;
-            }
-            v.accu_prob += v.drop_prob;
-            if v.accu_prob < 0.85 {
-                return false;
-            }
-            if v.accu_prob >= 8.5 {
-                return true;
-            }
-        }
-        ctx.uniform() < prob
+        safeguard_applies(&self.params, &self.vars, self.fifo.bytes())
     }
 
     /// Enqueue `pkt` given a decision from [`Pie::decide`] (possibly amended, as MADPIE
@@ -284,7 +436,7 @@ impl<P: QPacket> Pie<P> {
                 return Admit::Dropped(Cause::Overflow);
             }
             Some(cause) => {
-                let ecn_ok = self.params.ecn && self.vars.drop_prob < self.params.ecn_threshold;
+                let ecn_ok = ecn_allowed(&self.params, &self.vars);
                 match signal(pkt, cause, ecn_ok, drops) {
                     Ok(marked) => {
                         self.push(marked, ctx.now);
@@ -303,127 +455,14 @@ impl<P: QPacket> Pie<P> {
 
     #[inline]
     fn push(&mut self, pkt: P, now: Time) {
-        if self.params.ignore_ce_in_measure && pkt.ecn() == crate::Ecn::Ce {
-            self.vars.ce_bytes += pkt.size_bytes() as u64;
-        }
+        self.vars.on_arrival(&self.params, pkt.size_bytes() as u64, pkt.ecn() == crate::Ecn::Ce);
         self.fifo.push(pkt, now);
     }
 
     /// RFC 8033 §4.2 calculate_drop_prob(), run every `tupdate`.
     pub fn update(&mut self, ctx: &mut Ctx<'_>) {
-        let p = &self.params;
-        let backlog = self.measured_backlog_bytes();
-        let v = &mut self.vars;
-        v.last_update = ctx.now;
-        // The delay estimate (RFC 8033 §4.3).
-        match p.estimator {
-            DelayEstimator::DepartureRate => {
-                v.qdelay = if v.avg_dq_time_ns > 0.0 {
-                    Duration::from_nanos((backlog as f64 * v.avg_dq_time_ns / p.dq_threshold.0 as f64).round() as u64)
-                } else {
-                    Duration::ZERO
-                };
-            }
-            DelayEstimator::Timestamp => {
-                // The last dequeued packet's sojourn; zero once the queue is empty.
-                if backlog == 0 {
-                    v.qdelay = Duration::ZERO;
-                }
-            }
-            DelayEstimator::Interval => {
-                // Pan et al. (2012): est_del = queue_length / depart_count * T_update.
-                v.qdelay = if backlog == 0 {
-                    Duration::ZERO
-                } else if v.depart_count > 0 {
-                    Duration::from_nanos((backlog as u128 * p.tupdate.as_nanos() as u128 / v.depart_count as u128) as u64)
-                } else {
-                    // Nothing left in a whole interval: fall back to the link rate.
-                    ctx.link_rate.tx_time(backlog)
-                };
-                v.depart_count = 0;
-            }
-        }
-        let cur = v.qdelay.as_secs_f64();
-        let old = v.qdelay_old.as_secs_f64();
-        let mut delta = p.alpha * (cur - p.target.as_secs_f64()) + p.beta * (cur - old);
-        // RFC 8033 §4.2: auto-tuning of alpha and beta by the drop probability's range.
-        if p.auto_scale {
-            let dp = v.drop_prob;
-            delta /= if dp < 0.000_001 {
-                2048.0
-            } else if dp < 0.000_01 {
-                512.0
-            } else if dp < 0.000_1 {
-                128.0
-            } else if dp < 0.001 {
-                32.0
-            } else if dp < 0.01 {
-                8.0
-            } else if dp < 0.1 {
-                2.0
-            } else {
-                1.0
-            };
-        }
-        // RFC 8033 §5.5 Cap Drop Adjustment.
-        if p.cap_drop_adjustment && v.drop_prob >= 0.1 && delta > 0.02 {
-            delta = 0.02;
-        }
-        // Linux sch_pie: extra push while the delay is very high.
-        if p.high_delay_boost && v.qdelay > Duration::from_millis(250) {
-            delta += 0.02;
-        }
-        let mut prob = v.drop_prob + delta;
-        // RFC 8033 §4.2: decay the probability exponentially when the queue is idle.
-        if v.qdelay.is_zero() && v.qdelay_old.is_zero() {
-            prob *= 0.98;
-        }
-        v.drop_prob = prob.clamp(0.0, 1.0);
-        v.qdelay_old = v.qdelay;
-        // RFC 8033 §4.4: the burst allowance runs down by T_UPDATE each update.
-        v.burst_allowance = v.burst_allowance.saturating_sub(p.tupdate);
-    }
-
-    #[inline]
-    fn on_departure(&mut self, size: u64, ce: bool, sojourn: Duration, now: Time) {
-        let p = &self.params;
-        let v = &mut self.vars;
-        if ce && p.ignore_ce_in_measure {
-            v.ce_bytes -= size;
-        }
-        match p.estimator {
-            DelayEstimator::DepartureRate => {
-                // RFC 8033 §4.3 / Appendix B: count bytes in the current measurement
-                // cycle; when DQ_THRESHOLD bytes have left, fold the drain time into
-                // the average.
-                if v.in_measurement {
-                    v.dq_count += size;
-                    if v.dq_count >= p.dq_threshold.0 {
-                        let dq_time = now.saturating_since(v.measurement_start).as_nanos() as f64;
-                        // normalise to the time for exactly dq_threshold bytes
-                        let sample = dq_time * p.dq_threshold.0 as f64 / v.dq_count as f64;
-                        v.avg_dq_time_ns = if v.avg_dq_time_ns == 0.0 {
-                            sample
-                        } else {
-                            p.dq_weight * sample + (1.0 - p.dq_weight) * v.avg_dq_time_ns
-                        };
-                        v.in_measurement = false;
-                    }
-                }
-                // Start a cycle when the queue holds DQ_THRESHOLD bytes.
-                if !v.in_measurement && self.fifo.bytes() >= p.dq_threshold.0 {
-                    v.in_measurement = true;
-                    v.measurement_start = now;
-                    v.dq_count = 0;
-                }
-            }
-            DelayEstimator::Timestamp => {
-                if !(ce && p.ignore_ce_in_measure) {
-                    v.qdelay = sojourn;
-                }
-            }
-            DelayEstimator::Interval => v.depart_count += size,
-        }
+        let backlog = self.vars.measured_backlog(&self.params, self.fifo.bytes());
+        calculate_drop_prob(&self.params, &mut self.vars, backlog, ctx);
     }
 }
 
@@ -439,7 +478,7 @@ impl<P: QPacket> Aqm<P> for Pie<P> {
         let q = self.fifo.pop()?;
         let sojourn = ctx.now.saturating_since(q.enqueued_at);
         let ce = q.pkt.ecn() == crate::Ecn::Ce;
-        self.on_departure(q.pkt.size_bytes() as u64, ce, sojourn, ctx.now);
+        process_dequeue(&self.params, &mut self.vars, q.pkt.size_bytes() as u64, ce, sojourn, ctx.now, self.fifo.bytes());
         Some(Departure { pkt: q.pkt, sojourn, marked: None })
     }
 
