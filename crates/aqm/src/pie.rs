@@ -68,7 +68,8 @@ pub struct PieParams {
     pub cap_drop_adjustment: bool,
     /// Mark ECN-capable packets instead of dropping them (RFC 8033 §5.1).
     pub ecn: bool,
-    /// Above this drop probability, drop even ECN-capable packets (RFC 8033 §5.1: 10 %).
+    /// Above this drop probability, drop even ECN-capable packets; at or below it,
+    /// mark them (RFC 8033 §5.1: 10 %).
     pub ecn_threshold: f64,
     /// Derandomization (RFC 8033 §5.4: off by default).
     pub derandomize: bool,
@@ -290,7 +291,9 @@ impl<P: QPacket> Pie<P> {
                 // the random decision fires, mark or drop); restarting on drops only
                 // lets it grow past 8.5, where every ECN-capable packet is marked.
                 self.vars.accu_prob = 0.0;
-                let ecn_ok = self.params.ecn && self.vars.drop_prob < self.params.ecn_threshold;
+                // RFC 8033 §5.1: mark while drop_prob_ is at or below the threshold
+                // (10 %), drop above it (Linux sch_pie: prob <= MAX_PROB / 10).
+                let ecn_ok = self.params.ecn && self.vars.drop_prob <= self.params.ecn_threshold;
                 match signal(pkt, cause, ecn_ok, drops) {
                     Ok(marked) => {
                         self.push(marked, ctx.now);
@@ -738,7 +741,14 @@ mod tests {
         let a = q.admit_decided(ect.clone(), Some(Cause::Random), &mut ctx(Time::ZERO, &mut r), &mut drops);
         assert_eq!(a, Admit::Marked(Cause::Random));
         assert!(drops.is_empty());
+        // RFC 8033 §5.1 marks while the probability is at or below the threshold
+        // (Linux sch_pie: prob <= MAX_PROB / 10): exactly 10 % still marks ...
         q.vars.drop_prob = 0.1;
+        let a = q.admit_decided(ect.clone(), Some(Cause::Random), &mut ctx(Time::ZERO, &mut r), &mut drops);
+        assert_eq!(a, Admit::Marked(Cause::Random));
+        assert!(drops.is_empty());
+        // ... and above it the packet is dropped
+        q.vars.drop_prob = 0.100_001;
         let a = q.admit_decided(ect, Some(Cause::Random), &mut ctx(Time::ZERO, &mut r), &mut drops);
         assert_eq!(a, Admit::Dropped(Cause::Random));
         // a non-ECT packet is always dropped
