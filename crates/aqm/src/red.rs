@@ -207,6 +207,20 @@ impl RedCore {
         }
     }
 
+    /// The average an arrival at `now` would start from: the current one while the
+    /// queue is busy, decayed by the idle time otherwise (FJ93's idle-time
+    /// correction), without changing the state (Linux red_calc_qavg_from_idle_time).
+    pub fn avg_at(&self, now: Time, link_rate: Rate) -> f64 {
+        match self.vars.idle_since {
+            None => self.vars.avg,
+            Some(t) => {
+                let idle = now.saturating_since(t).as_nanos() as f64;
+                let s = link_rate.tx_time(self.cfg.pkt_size).as_nanos().max(1) as f64;
+                self.vars.avg * libm::pow(1.0 - self.cfg.w_q, idle / s)
+            }
+        }
+    }
+
     /// FJ93 Fig. 2, "when queue becomes empty: q_time <- time".
     pub fn on_empty(&mut self, now: Time) {
         self.vars.idle_since = Some(now);
