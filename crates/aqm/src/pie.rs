@@ -44,10 +44,17 @@ pub struct PieParams {
     pub target: Duration,
     /// T_UPDATE, the interval between probability updates (RFC 8033 §4.2: 15 ms).
     pub tupdate: Duration,
-    /// alpha, in Hz (RFC 8033 §4.2: 0.125).
+    /// alpha, in Hz (RFC 8033 §4.2: 0.125). Applied once per update, as in the RFC's
+    /// pseudocode, Linux and ns-3: with a longer `tupdate` PIE moves its probability
+    /// less often, so less per second, unless `scale_gains` is on.
     pub alpha: f64,
-    /// beta, in Hz (RFC 8033 §4.2: 1.25).
+    /// beta, in Hz (RFC 8033 §4.2: 1.25); per update, as alpha.
     pub beta: f64,
+    /// Scale alpha and beta by tupdate / 15 ms, the T_UPDATE the RFC chose its values
+    /// for (§4.2), so that their effect per second does not depend on `tupdate`.
+    /// Off by default: RFC 8033's pseudocode, Linux's sch_pie and ns-3 apply them
+    /// per update whatever the interval (Kuhn & Ros ran tupdate = 30 ms unscaled).
+    pub scale_gains: bool,
     /// MAX_BURST, the burst allowance (RFC 8033 §4.4: 150 ms).
     pub max_burst: Duration,
     /// Delay estimator (RFC 8033 §4.3: departure rate).
@@ -91,6 +98,7 @@ impl Default for PieParams {
             tupdate: Duration::from_millis(15),
             alpha: 0.125,
             beta: 1.25,
+            scale_gains: false,
             max_burst: Duration::from_millis(150),
             estimator: DelayEstimator::DepartureRate,
             dq_threshold: Bytes(16_384),
@@ -113,8 +121,9 @@ impl PieParams {
     pub const DOC: &'static [(&'static str, &'static str)] = &[
         ("target", "target queueing delay QDELAY_REF (RFC 8033 §4.1)"),
         ("tupdate", "probability update interval T_UPDATE (RFC 8033 §4.2)"),
-        ("alpha", "gain on (delay - target), Hz (RFC 8033 §4.2)"),
-        ("beta", "gain on (delay - delay_old), Hz (RFC 8033 §4.2)"),
+        ("alpha", "gain on (delay - target), Hz, applied per update (RFC 8033 §4.2)"),
+        ("beta", "gain on (delay - delay_old), Hz, applied per update (RFC 8033 §4.2)"),
+        ("scale_gains", "scale alpha and beta by tupdate / 15 ms, the RFC's T_UPDATE (off: per update, as the RFC's pseudocode, Linux, ns-3)"),
         ("max_burst", "burst allowance MAX_BURST (RFC 8033 §4.4)"),
         ("estimator", "departure_rate (RFC 8033 §4.3) | timestamp (RFC 8033 §4.3, Linux) | interval (Pan et al. 2012)"),
         ("dq_threshold", "bytes per departure-rate measurement DQ_THRESHOLD (RFC 8033 §4.3)"),
@@ -351,7 +360,11 @@ impl<P: QPacket> Pie<P> {
         }
         let cur = v.qdelay.as_secs_f64();
         let old = v.qdelay_old.as_secs_f64();
-        let mut delta = p.alpha * (cur - p.target.as_secs_f64()) + p.beta * (cur - old);
+        // RFC 8033 §4.2: the PI step, once per update. The RFC's alpha and beta are
+        // for T_UPDATE = 15 ms; `scale_gains` keeps their effect per second at
+        // another interval (a step tupdate / 15 ms as large).
+        let gain = if p.scale_gains { p.tupdate.as_secs_f64() / 0.015 } else { 1.0 };
+        let mut delta = gain * (p.alpha * (cur - p.target.as_secs_f64()) + p.beta * (cur - old));
         // RFC 8033 §4.2: auto-tuning of alpha and beta by the drop probability's range.
         if p.auto_scale {
             let dp = v.drop_prob;
@@ -549,6 +562,27 @@ mod tests {
         let mut r = rng(1);
         q.update(&mut ctx(Time::from_millis(15), &mut r));
         assert!((q.vars.drop_prob - 0.0075).abs() < 1e-15);
+    }
+
+    #[test]
+    fn gains_apply_per_update_unless_scaled_with_tupdate() {
+        // delay 25 ms, old 20 ms, target 15 ms, drop_prob 0.5 (no auto-scaling band):
+        // step 0.0075 per update at tupdate 15 ms and, unscaled, at 30 ms too (half
+        // as much per second); with scale_gains, 30 / 15 = 2 times it, 0.015.
+        let step = |tupdate_ms: u64, scale_gains: bool| {
+            let mut q = pie(PieParams { tupdate: Duration::from_millis(tupdate_ms), scale_gains, ..params_timestamp() });
+            fill(&mut q, 10, Time::ZERO);
+            q.vars.drop_prob = 0.5;
+            q.vars.qdelay = Duration::from_millis(25);
+            q.vars.qdelay_old = Duration::from_millis(20);
+            let mut r = rng(1);
+            q.update(&mut ctx(Time::from_millis(tupdate_ms), &mut r));
+            q.vars.drop_prob - 0.5
+        };
+        assert!((step(15, false) - 0.0075).abs() < 1e-12);
+        assert!((step(30, false) - 0.0075).abs() < 1e-12);
+        assert!((step(15, true) - 0.0075).abs() < 1e-12);
+        assert!((step(30, true) - 0.015).abs() < 1e-12, "{}", step(30, true));
     }
 
     #[test]
