@@ -573,6 +573,28 @@ mod tests {
     }
 
     #[test]
+    fn count_starts_at_minus_one_so_the_first_arrival_in_the_region_has_p_a_equal_p_b() {
+        // FJ93 Fig. 2: "Initialization: count <- -1"; the first arrival that finds
+        // avg between the thresholds increments it to 0, so p_a = p_b / (1 - 0 p_b)
+        // = p_b exactly. Had count started at 0, that arrival would see count 1 and
+        // p_a = p_b / (1 - p_b). At p_b = 0.5 (avg 10 between 5 and 15, max_p 1):
+        // about 50 % of fresh queues mark their first arrival, not 100 %.
+        let mut marks = 0;
+        let mut r = rng(11);
+        for _ in 0..10_000 {
+            let mut c = core(5.0, 15.0, 1.0);
+            assert_eq!(c.vars.count, -1);
+            c.vars.avg = 10.0;
+            if c.decide(1500, &mut ctx(Time::ZERO, &mut r)).is_some() {
+                marks += 1;
+            } else {
+                assert_eq!(c.vars.count, 0);
+            }
+        }
+        assert!((4_800..5_200).contains(&marks), "{marks}");
+    }
+
+    #[test]
     fn byte_mode_scales_by_packet_size() {
         // p_b = 0.01 at avg 10; a 150 B packet in byte mode has p_b = 0.001, and with
         // count 0 p_a = 0.001: about 100 marks in 100 000 fresh tries.
