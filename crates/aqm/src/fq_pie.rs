@@ -222,12 +222,11 @@ impl<P: QPacket> Aqm<P> for FqPie<P> {
         }
         // The flow's PIE decides on its own backlog (Linux: sel_flow->backlog).
         let (pkt, admit) = if early_drop(&self.pie, &mut q.vars, q.fifo.bytes(), size, ctx) {
+            // RFC 8033 §5.4 with §5.1: a mark restarts the accumulation as a drop does.
+            q.vars.accu_prob = 0.0;
             match signal(pkt, Cause::Random, ecn_allowed(&self.pie, &q.vars), drops) {
                 Ok(marked) => (marked, Admit::Marked(Cause::Random)),
-                Err(admit) => {
-                    q.vars.accu_prob = 0.0;
-                    return admit;
-                }
+                Err(admit) => return admit,
             }
         } else {
             (pkt, Admit::Queued)

@@ -47,10 +47,17 @@ pub struct PieParams {
     pub target: Duration,
     /// T_UPDATE, the interval between probability updates (RFC 8033 §4.2: 15 ms).
     pub tupdate: Duration,
-    /// alpha, in Hz (RFC 8033 §4.2: 0.125).
+    /// alpha, in Hz (RFC 8033 §4.2: 0.125). Applied once per update, as in the RFC's
+    /// pseudocode, Linux and ns-3: with a longer `tupdate` PIE moves its probability
+    /// less often, so less per second, unless `scale_gains` is on.
     pub alpha: f64,
-    /// beta, in Hz (RFC 8033 §4.2: 1.25).
+    /// beta, in Hz (RFC 8033 §4.2: 1.25); per update, as alpha.
     pub beta: f64,
+    /// Scale alpha and beta by tupdate / 15 ms, the T_UPDATE the RFC chose its values
+    /// for (§4.2), so that their effect per second does not depend on `tupdate`.
+    /// Off by default: RFC 8033's pseudocode, Linux's sch_pie and ns-3 apply them
+    /// per update whatever the interval (Kuhn & Ros ran tupdate = 30 ms unscaled).
+    pub scale_gains: bool,
     /// MAX_BURST, the burst allowance (RFC 8033 §4.4: 150 ms).
     pub max_burst: Duration,
     /// Delay estimator (RFC 8033 §4.3: departure rate).
@@ -71,7 +78,8 @@ pub struct PieParams {
     pub cap_drop_adjustment: bool,
     /// Mark ECN-capable packets instead of dropping them (RFC 8033 §5.1).
     pub ecn: bool,
-    /// Above this drop probability, drop even ECN-capable packets (RFC 8033 §5.1: 10 %).
+    /// Above this drop probability, drop even ECN-capable packets; at or below it,
+    /// mark them (RFC 8033 §5.1: 10 %).
     pub ecn_threshold: f64,
     /// Derandomization (RFC 8033 §5.4: off by default).
     pub derandomize: bool,
@@ -93,6 +101,7 @@ impl Default for PieParams {
             tupdate: Duration::from_millis(15),
             alpha: 0.125,
             beta: 1.25,
+            scale_gains: false,
             max_burst: Duration::from_millis(150),
             estimator: DelayEstimator::DepartureRate,
             dq_threshold: Bytes(16_384),
@@ -115,8 +124,9 @@ impl PieParams {
     pub const DOC: &'static [(&'static str, &'static str)] = &[
         ("target", "target queueing delay QDELAY_REF (RFC 8033 §4.1)"),
         ("tupdate", "probability update interval T_UPDATE (RFC 8033 §4.2)"),
-        ("alpha", "gain on (delay - target), Hz (RFC 8033 §4.2)"),
-        ("beta", "gain on (delay - delay_old), Hz (RFC 8033 §4.2)"),
+        ("alpha", "gain on (delay - target), Hz, applied per update (RFC 8033 §4.2)"),
+        ("beta", "gain on (delay - delay_old), Hz, applied per update (RFC 8033 §4.2)"),
+        ("scale_gains", "scale alpha and beta by tupdate / 15 ms, the RFC's T_UPDATE (off: per update, as the RFC's pseudocode, Linux, ns-3)"),
         ("max_burst", "burst allowance MAX_BURST (RFC 8033 §4.4)"),
         ("estimator", "departure_rate (RFC 8033 §4.3) | timestamp (RFC 8033 §4.3, Linux) | interval (Pan et al. 2012)"),
         ("dq_threshold", "bytes per departure-rate measurement DQ_THRESHOLD (RFC 8033 §4.3)"),
@@ -267,7 +277,9 @@ pub fn early_drop(p: &PieParams, v: &mut PieVars, backlog: u64, size: u32, ctx: 
 /// May a congestion signal be a CE mark at this probability (RFC 8033 §5.1)?
 #[inline]
 pub fn ecn_allowed(p: &PieParams, v: &PieVars) -> bool {
-    p.ecn && v.drop_prob < p.ecn_threshold
+    // RFC 8033 §5.1: mark while drop_prob_ is at or below the threshold (10 %), drop
+    // above it (Linux sch_pie: prob <= MAX_PROB / 10).
+    p.ecn && v.drop_prob <= p.ecn_threshold
 }
 
 /// RFC 8033 §4.2 calculate_drop_prob(), run every `tupdate`, for a queue whose
@@ -304,7 +316,11 @@ pub fn calculate_drop_prob(p: &PieParams, v: &mut PieVars, backlog: u64, ctx: &m
     }
     let cur = v.qdelay.as_secs_f64();
     let old = v.qdelay_old.as_secs_f64();
-    let mut delta = p.alpha * (cur - p.target.as_secs_f64()) + p.beta * (cur - old);
+    // RFC 8033 §4.2: the PI step, once per update. The RFC's alpha and beta are
+    // for T_UPDATE = 15 ms; `scale_gains` keeps their effect per second at
+    // another interval (a step tupdate / 15 ms as large).
+    let gain = if p.scale_gains { p.tupdate.as_secs_f64() / 0.015 } else { 1.0 };
+    let mut delta = gain * (p.alpha * (cur - p.target.as_secs_f64()) + p.beta * (cur - old));
     // RFC 8033 §4.2: auto-tuning of alpha and beta by the drop probability's range.
     if p.auto_scale {
         let dp = v.drop_prob;
@@ -436,16 +452,19 @@ impl<P: QPacket> Pie<P> {
                 return Admit::Dropped(Cause::Overflow);
             }
             Some(cause) => {
+                // RFC 8033 §5.4: the accumulated probability restarts after each
+                // congestion signal. §5.1 makes a CE mark that signal in place of a
+                // drop, so a mark restarts it too (Linux's sch_pie restarts it when
+                // the random decision fires, mark or drop); restarting on drops only
+                // lets it grow past 8.5, where every ECN-capable packet is marked.
+                self.vars.accu_prob = 0.0;
                 let ecn_ok = ecn_allowed(&self.params, &self.vars);
                 match signal(pkt, cause, ecn_ok, drops) {
                     Ok(marked) => {
                         self.push(marked, ctx.now);
                         return Admit::Marked(cause);
                     }
-                    Err(admit) => {
-                        self.vars.accu_prob = 0.0;
-                        return admit;
-                    }
+                    Err(admit) => return admit,
                 }
             }
         };
@@ -582,6 +601,27 @@ mod tests {
         let mut r = rng(1);
         q.update(&mut ctx(Time::from_millis(15), &mut r));
         assert!((q.vars.drop_prob - 0.0075).abs() < 1e-15);
+    }
+
+    #[test]
+    fn gains_apply_per_update_unless_scaled_with_tupdate() {
+        // delay 25 ms, old 20 ms, target 15 ms, drop_prob 0.5 (no auto-scaling band):
+        // step 0.0075 per update at tupdate 15 ms and, unscaled, at 30 ms too (half
+        // as much per second); with scale_gains, 30 / 15 = 2 times it, 0.015.
+        let step = |tupdate_ms: u64, scale_gains: bool| {
+            let mut q = pie(PieParams { tupdate: Duration::from_millis(tupdate_ms), scale_gains, ..params_timestamp() });
+            fill(&mut q, 10, Time::ZERO);
+            q.vars.drop_prob = 0.5;
+            q.vars.qdelay = Duration::from_millis(25);
+            q.vars.qdelay_old = Duration::from_millis(20);
+            let mut r = rng(1);
+            q.update(&mut ctx(Time::from_millis(tupdate_ms), &mut r));
+            q.vars.drop_prob - 0.5
+        };
+        assert!((step(15, false) - 0.0075).abs() < 1e-12);
+        assert!((step(30, false) - 0.0075).abs() < 1e-12);
+        assert!((step(15, true) - 0.0075).abs() < 1e-12);
+        assert!((step(30, true) - 0.015).abs() < 1e-12, "{}", step(30, true));
     }
 
     #[test]
@@ -774,13 +814,51 @@ mod tests {
         let a = q.admit_decided(ect.clone(), Some(Cause::Random), &mut ctx(Time::ZERO, &mut r), &mut drops);
         assert_eq!(a, Admit::Marked(Cause::Random));
         assert!(drops.is_empty());
+        // RFC 8033 §5.1 marks while the probability is at or below the threshold
+        // (Linux sch_pie: prob <= MAX_PROB / 10): exactly 10 % still marks ...
         q.vars.drop_prob = 0.1;
+        let a = q.admit_decided(ect.clone(), Some(Cause::Random), &mut ctx(Time::ZERO, &mut r), &mut drops);
+        assert_eq!(a, Admit::Marked(Cause::Random));
+        assert!(drops.is_empty());
+        // ... and above it the packet is dropped
+        q.vars.drop_prob = 0.100_001;
         let a = q.admit_decided(ect, Some(Cause::Random), &mut ctx(Time::ZERO, &mut r), &mut drops);
         assert_eq!(a, Admit::Dropped(Cause::Random));
         // a non-ECT packet is always dropped
         q.vars.drop_prob = 0.05;
         let a = q.admit_decided(pkt(5, 1500), Some(Cause::Random), &mut ctx(Time::ZERO, &mut r), &mut drops);
         assert_eq!(a, Admit::Dropped(Cause::Random));
+    }
+
+    #[test]
+    fn derandomized_marks_reset_the_accumulated_probability_as_drops_do() {
+        // RFC 8033 §5.4: accu_prob_ restarts from 0 after each congestion signal. With
+        // ECN (§5.1) a mark is that signal in place of a drop, so marks restart it
+        // too; otherwise it only grows, passes 8.5 and every packet is marked. At
+        // drop_prob 0.02 a signal needs at least 0.85 / 0.02 = 43 packets of
+        // accumulation, then a coin of probability 0.02 per packet (about 50 more):
+        // over 20000 ECT packets about 20000 / 93 = 215 marks, within 2x of the
+        // 400 that plain random marking at 0.02 gives, never far above it.
+        let mut q = pie(PieParams { ecn: true, derandomize: true, ..params_timestamp() });
+        fill(&mut q, 10, Time::ZERO);
+        q.vars.burst_allowance = Duration::ZERO;
+        q.vars.qdelay_old = Duration::from_millis(100);
+        q.vars.drop_prob = 0.02;
+        let mut r = rng(3);
+        let mut drops = Vec::new();
+        let ect = TestPkt { id: 7, size: 1500, flow: 1, ecn: crate::Ecn::Ect0 };
+        let mut marks = 0;
+        for _ in 0..20_000 {
+            let mut c = ctx(Time::ZERO, &mut r);
+            let d = q.decide(1500, &mut c);
+            if let Admit::Marked(_) = q.admit_decided(ect.clone(), d, &mut c, &mut drops) {
+                marks += 1;
+            }
+            q.fifo.pop();
+            assert!(q.vars.accu_prob < 8.5, "accumulation ran away: {}", q.vars.accu_prob);
+        }
+        assert!(drops.is_empty());
+        assert!((150..=300).contains(&marks), "{marks} marks");
     }
 
     #[test]
