@@ -7,9 +7,12 @@
 //! pipe, whose head is an engine slot: the simulator delivers the packet to its
 //! endpoint at that time. In between, links are of two kinds:
 //!
-//! - An *eager* link (a DropTail rate link fed by one host or one link, [`link`]'s
-//!   `eager`) books a packet's passage as soon as the packet leaves its input, and
-//!   hands it on at once: no event at all.
+//! - An *eager* link (a DropTail rate link without a schedule or packet log,
+//!   [`link`]'s `eager`) decides a packet's whole passage at its arrival (a
+//!   booking) and hands it on at once. Fed by one host side or one link, it books
+//!   a packet as soon as the packet leaves that input: no event at all. Fed by
+//!   several, it takes arrivals from its input pipes in key order, as a lazy link
+//!   does, and books each.
 //! - Any other link is *lazy*: its input pipes hold the packets on their way to it,
 //!   and it runs its own timeline (arrivals, transmissions, AQM timers, rate
 //!   changes, trace opportunities) in key order when something needs it: a host
@@ -400,24 +403,18 @@ impl Network {
     /// Run lazy link `l`'s operations and arrivals of keys below `bound`.
     fn advance<E: NetEvents>(&mut self, l: u16, bound: Key, eng: &mut Engine<E>, rec: &mut Recorder) {
         let mut out = std::mem::take(&mut self.out);
+        // The earliest input arrival: only this link's pops change its inputs (a
+        // route crosses a link once, so what leaves it never comes back to it here).
+        let mut head = self.input_head(l);
         loop {
             let op = self.links[l as usize].next_op(l);
-            let mut ik = u128::MAX;
-            let mut ip = u32::MAX;
-            for &p in &self.inputs[l as usize] {
-                let pipe = &self.pipes[p as usize];
-                if let Some(&(t, _)) = pipe.q.front() {
-                    let k = arrive_key(t, pipe.from);
-                    if k < ik {
-                        (ik, ip) = (k, p);
-                    }
-                }
-            }
+            let (ik, ip) = head;
             if op.min(ik) >= bound {
                 break;
             }
             if op == u128::MAX && self.links[l as usize].is_eager() {
                 let (t, p) = self.pipes[ip as usize].q.pop_front().expect("an input");
+                head = self.input_head(l);
                 self.book(l, p, t, eng, rec);
                 continue;
             }
@@ -428,10 +425,27 @@ impl Network {
             } else {
                 let (t, p) = self.pipes[ip as usize].q.pop_front().expect("an input");
                 link.enqueue(p, t, &mut obs, &mut out);
+                head = self.input_head(l);
             }
             self.route_out(l, &mut out, eng, rec);
         }
         self.out = out;
+    }
+
+    /// The key and pipe of link `l`'s earliest input arrival (`u128::MAX`: none).
+    #[inline]
+    fn input_head(&self, l: u16) -> (Key, u32) {
+        let mut head = (u128::MAX, u32::MAX);
+        for &p in &self.inputs[l as usize] {
+            let pipe = &self.pipes[p as usize];
+            if let Some(&(t, _)) = pipe.q.front() {
+                let k = arrive_key(t, pipe.from);
+                if k < head.0 {
+                    head = (k, p);
+                }
+            }
+        }
+        head
     }
 
     /// Set lazy link `l`'s wake: the earliest arrival or transmission it has not
