@@ -1,0 +1,280 @@
+//! How much memory a run will take, from its resolved [`Scenario`] alone: the flow
+//! count, the buffers and what is recorded. The front ends call [`estimate`] before a
+//! run and refuse one that would not fit in the machine's memory, naming the part that
+//! dominates and the setting that shrinks it (`record.packets = false`, fewer flows),
+//! instead of letting the run allocate until the kernel kills it.
+//!
+//! The estimate is a sum of parts, each a count the scenario fixes (flows, sampling
+//! intervals) or bounds (packets: what the bottleneck can carry, plus what
+//! constant-rate sources send beyond it) times a cost per item. The costs were
+//! measured: the simulator's peak heap with a counting allocator (`tests/budget.rs`
+//! compares estimate and measurement on several scenarios), and the peak resident set
+//! of whole `aqmlab run` processes, which also hold the records as Arrow tables while
+//! they write the Parquet files (`tests/test_budget.py` in the Python suite). The
+//! estimate is O(flow groups): ten million flows are priced in microseconds.
+//!
+//! Packet counts are upper-ish bounds: a TCP group is assumed to keep the bottleneck
+//! busy for the whole run (a light load records fewer packets than estimated).
+
+use aqm::QueueLimit;
+use serde::Serialize;
+
+use crate::scenario::{Scenario, StartSpec, TrafficSpec};
+
+/// The simulator's own cost of each item, in bytes (peak heap, measured; records are
+/// columns that grow by doubling, so a column holds 1 to 2 times its rows: 1.5 here).
+mod core_cost {
+    /// The simulator without flows: links, queues, the event queue, histograms.
+    pub const BASE: f64 = 300_000.0;
+    /// A flow's sender, receiver, timers and table row.
+    pub const FLOW: f64 = 2_150.0;
+    /// A packet in a queue or on a wire.
+    pub const QUEUED_PACKET: f64 = 160.0;
+    /// Rows, by table (52, 102, 129, 33, 96 and 50 bytes of columns, times 1.5).
+    pub const PACKET_ROW: f64 = 78.0;
+    pub const FLOW_SERIES_ROW: f64 = 153.0;
+    pub const LINK_SERIES_ROW: f64 = 194.0;
+    pub const DATAGRAM_ROW: f64 = 50.0;
+    pub const FLOW_TRACE_ROW: f64 = 144.0;
+    pub const TRANSFER_ROW: f64 = 75.0;
+}
+
+/// What a whole `aqmlab run` process adds: the Python interpreter with NumPy, Arrow
+/// and pandas, and per row the Arrow tables, metrics and Parquet buffers built from
+/// the records (measured as peak resident set size, see the module doc).
+mod process_cost {
+    pub const BASE: f64 = 180e6;
+    pub const FLOW: f64 = 600.0;
+    pub const PACKET_ROW: f64 = 150.0;
+    pub const FLOW_SERIES_ROW: f64 = 330.0;
+    pub const LINK_SERIES_ROW: f64 = 400.0;
+    pub const DATAGRAM_ROW: f64 = 120.0;
+    pub const FLOW_TRACE_ROW: f64 = 250.0;
+    pub const TRANSFER_ROW: f64 = 200.0;
+}
+
+/// One part of the estimate, with the setting that makes it smaller.
+#[derive(Debug, Clone, Serialize)]
+pub struct Part {
+    /// What it is: "flows", "record.packets", "record.flow_series", ...
+    pub name: &'static str,
+    /// How many: flows, rows or packets.
+    pub count: u64,
+    /// Peak bytes of the whole run process for this part.
+    pub bytes: u64,
+    /// The setting to turn, as a user would write it.
+    pub knob: &'static str,
+}
+
+/// The estimated memory of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Estimate {
+    /// The simulator's peak heap, bytes.
+    pub core_bytes: u64,
+    /// The peak resident set of an `aqmlab run` process (the simulator, the Python
+    /// front and the tables it writes), bytes.
+    pub process_bytes: u64,
+    /// The parts of `process_bytes` beyond the fixed base, largest first.
+    pub parts: Vec<Part>,
+    /// Packets through the bottleneck, both ways (a measure of the run's work).
+    pub packets: u64,
+}
+
+impl Estimate {
+    /// The part that dominates (the one to shrink), if any.
+    pub fn largest(&self) -> Option<&Part> {
+        self.parts.first()
+    }
+}
+
+/// Bytes the bottleneck can carry over the run: its rate (each step of a capacity
+/// schedule for its span; a trace's mean rate) times the duration.
+fn capacity_bytes(sc: &Scenario) -> f64 {
+    let end = sc.duration.as_secs_f64();
+    let b = &sc.bottleneck;
+    let mut total = 0.0;
+    let mut t = 0.0;
+    let mut rate = b.rate.bps() as f64;
+    for step in &b.schedule {
+        let at = step.at.as_secs_f64().min(end);
+        total += rate * (at - t).max(0.0);
+        t = at;
+        rate = step.rate.bps() as f64;
+    }
+    total += rate * (end - t).max(0.0);
+    total / 8.0
+}
+
+fn mean_start_s(s: &StartSpec) -> f64 {
+    match *s {
+        StartSpec::At(t) => t.as_secs_f64(),
+        StartSpec::Uniform(a, b) => (a.as_secs_f64() + b.as_secs_f64()) / 2.0,
+    }
+}
+
+/// Packets a buffer can hold, given the smallest packet that may fill it.
+fn buffer_packets(sc: &Scenario, q: QueueLimit, smallest: f64) -> f64 {
+    match sc.resolve_limit("buffer", q) {
+        Ok(l) => match (l.packets, l.bytes) {
+            (Some(p), Some(b)) => (p as f64).min(b as f64 / smallest),
+            (Some(p), None) => p as f64,
+            (None, Some(b)) => b as f64 / smallest,
+            (None, None) => f64::INFINITY,
+        },
+        Err(_) => 0.0,
+    }
+}
+
+/// The memory a run of `sc` will take (see the module doc).
+pub fn estimate(sc: &Scenario) -> Estimate {
+    let dur = sc.duration.as_secs_f64();
+    let interval = sc.record.interval.as_secs_f64().max(1e-9);
+    let samples = (dur / interval).floor();
+    let cap = capacity_bytes(sc);
+
+    let mut flows = 0.0;
+    let mut flow_samples = 0.0;
+    let mut tcp_flows = 0.0;
+    let mut tcp_packet = f64::INFINITY; // the smallest data packet of the TCP groups
+    let mut cbr_packets = 0.0; // datagrams sent by the constant-rate groups
+    let mut cbr_bytes = 0.0;
+    let mut transfers = 0.0;
+    let mut smallest: f64 = 1500.0;
+    for g in &sc.flows {
+        let c = &g.common;
+        let n = c.count as f64;
+        flows += n;
+        let stop = c.stop.map_or(dur, |s| s.as_secs_f64().min(dur));
+        let active = (stop - mean_start_s(&c.start)).max(0.0);
+        flow_samples += n * ((dur - mean_start_s(&c.start)).max(0.0) / interval).floor();
+        match &g.traffic {
+            TrafficSpec::Cbr(cbr) => {
+                let size = cbr.packet_size.0.max(1) as f64;
+                let sent = n * active * cbr.rate.bps() as f64 / 8.0 / size;
+                cbr_packets += sent;
+                cbr_bytes += sent * size;
+                smallest = smallest.min(size);
+            }
+            other => {
+                let tcp = other.tcp().expect("TCP traffic");
+                let size = (tcp.mss.0 + tcp.header.0).max(1) as f64;
+                tcp_flows += n;
+                tcp_packet = tcp_packet.min(size);
+                smallest = smallest.min(tcp.header.0.max(1) as f64); // ACKs
+                transfers += match other {
+                    TrafficSpec::Files(d) | TrafficSpec::Web(d) => {
+                        // one download per think time at most, and one at the start
+                        n * (1.0 + active / d.think.mean().as_secs_f64().max(1e-3))
+                    }
+                    TrafficSpec::Transfer(_) => n,
+                    _ => 0.0,
+                };
+            }
+        }
+    }
+    // forward packets: TCP fills what the constant-rate sources leave (a few percent
+    // more for retransmissions), the constant-rate sources send what they send
+    let tcp_data = if tcp_flows > 0.0 { ((cap - cbr_bytes).max(0.0) / tcp_packet) * 1.05 } else { 0.0 };
+    let arrivals = tcp_data + cbr_packets;
+    let departures = arrivals.min(cap / smallest.max(tcp_packet.min(1500.0)).max(1.0));
+    // an event row for each arrival (enqueue or drop) and each departure
+    let fwd_rows = arrivals + departures;
+    // one ACK per two data packets (delayed ACKs), each enqueued and sent
+    let acks = tcp_data / 2.0;
+    let logs = |name: &str| sc.record.links.iter().any(|l| l == name);
+    let packet_rows = if sc.record.packets { (if logs("bottleneck") { fwd_rows } else { 0.0 }) + (if logs("bottleneck_rev") { 2.0 * acks } else { 0.0 }) } else { 0.0 };
+    let flow_series_rows = if sc.record.flow_series { flow_samples } else { 0.0 };
+    let link_series_rows = 2.0 * samples;
+    let datagram_rows = if sc.record.datagrams { cbr_packets } else { 0.0 };
+    // every ACK reaching a traced sender: the traced flows' share of the ACKs (a
+    // quick ACK per segment at most)
+    let traced = traced_flows(sc);
+    let flow_trace_rows = if tcp_flows > 0.0 { tcp_data * (traced / tcp_flows).min(1.0) } else { 0.0 };
+    // packets queued or on a wire: the buffers, at most what can be sent in the run
+    let buffers = buffer_packets(sc, sc.bottleneck.buffer, smallest) + buffer_packets(sc, sc.bottleneck.reverse_buffer.unwrap_or(sc.bottleneck.buffer), smallest);
+    let queued = buffers.min(arrivals + acks + flows * 10.0);
+
+    let items: [(&'static str, f64, f64, f64, &'static str); 8] = [
+        ("flows", flows, core_cost::FLOW, process_cost::FLOW, "fewer flows (flows[i].count)"),
+        ("record.packets", packet_rows, core_cost::PACKET_ROW, process_cost::PACKET_ROW, "record.packets = false"),
+        ("record.flow_series", flow_series_rows, core_cost::FLOW_SERIES_ROW, process_cost::FLOW_SERIES_ROW, "record.flow_series = false"),
+        ("record.datagrams", datagram_rows, core_cost::DATAGRAM_ROW, process_cost::DATAGRAM_ROW, "record.datagrams = false"),
+        ("record.flow_trace", flow_trace_rows, core_cost::FLOW_TRACE_ROW, process_cost::FLOW_TRACE_ROW, "fewer flows in record.flow_trace"),
+        ("transfers", transfers, core_cost::TRANSFER_ROW, process_cost::TRANSFER_ROW, "fewer downloads (fewer flows, longer think times)"),
+        ("timeseries", link_series_rows, core_cost::LINK_SERIES_ROW, process_cost::LINK_SERIES_ROW, "a longer record.interval"),
+        ("queue", queued, core_cost::QUEUED_PACKET, 0.0, "a smaller bottleneck.buffer"),
+    ];
+    let core = core_cost::BASE + items.iter().map(|(_, n, c, _, _)| n * c).sum::<f64>();
+    let mut parts: Vec<Part> = items
+        .iter()
+        .filter(|(_, n, ..)| *n > 0.0)
+        .map(|&(name, n, c, p, knob)| Part { name, count: n.round() as u64, bytes: sat(n * (c + p)), knob })
+        .collect();
+    parts.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.name.cmp(b.name)));
+    let process = process_cost::BASE + core + items.iter().map(|(_, n, _, p, _)| n * p).sum::<f64>();
+    Estimate { core_bytes: sat(core), process_bytes: sat(process), parts, packets: sat(arrivals + acks) }
+}
+
+/// Flows named by `record.flow_trace` (ids, and whole groups by name).
+fn traced_flows(sc: &Scenario) -> f64 {
+    use crate::scenario::FlowSel;
+    sc.record
+        .flow_trace
+        .iter()
+        .map(|s| match s {
+            FlowSel::Id(_) => 1.0,
+            FlowSel::Group(name) => sc.flows.iter().filter(|g| &g.common.name == name).map(|g| g.common.count as f64).sum(),
+        })
+        .sum()
+}
+
+fn sat(x: f64) -> u64 {
+    if x.is_finite() && x > 0.0 { x.min(u64::MAX as f64) as u64 } else if x > 0.0 { u64::MAX } else { 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sc(extra: &[&str]) -> Scenario {
+        let o: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        Scenario::from_toml(crate::builtin::get("madpie-proof").unwrap(), &o).unwrap()
+    }
+
+    #[test]
+    fn capacity_follows_the_rate_schedule() {
+        // 10 Mbps for 10 s, then 20 Mbps for 10 s: 37.5 MB
+        let s = sc(&["duration=\"20s\"", "bottleneck.schedule=[{at = \"10s\", rate = \"20Mbps\"}]"]);
+        assert_eq!(capacity_bytes(&s), 37_500_000.0);
+    }
+
+    #[test]
+    fn packet_rows_are_two_per_packet_the_link_carries() {
+        // 10 Mbps for 60 s, 1500-byte packets: 50,000 packets leave; 52,500 arrive
+        // (+5 % retransmissions); a row for each arrival and each departure
+        let e = estimate(&sc(&["duration=\"60s\""]));
+        let p = e.parts.iter().find(|p| p.name == "record.packets").unwrap();
+        assert_eq!(p.count, 102_500);
+        // flow series: 10 flows starting in [0, 1] s, sampled every 100 ms
+        let f = e.parts.iter().find(|p| p.name == "record.flow_series").unwrap();
+        assert_eq!(f.count, 10 * 595);
+    }
+
+    #[test]
+    fn recording_options_remove_their_parts() {
+        let all = estimate(&sc(&[]));
+        let none = estimate(&sc(&["record.packets=false", "record.flow_series=false"]));
+        assert!(none.process_bytes < all.process_bytes);
+        assert!(none.parts.iter().all(|p| p.name != "record.packets" && p.name != "record.flow_series"));
+    }
+
+    #[test]
+    fn ten_million_flows_are_priced_at_once_and_dominated_by_the_flows() {
+        let s = sc(&["flows.0.count=10000000", "record.flow_series=false"]);
+        let t = std::time::Instant::now();
+        let e = estimate(&s);
+        assert!(t.elapsed() < std::time::Duration::from_millis(10));
+        assert!(e.process_bytes > 20_000_000_000, "{e:?}");
+        assert_eq!(e.largest().unwrap().name, "flows");
+    }
+}
