@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
-from . import _core
+from . import _core, inputs
 from ._core import ScenarioError, SimulationError
 from .results import RunResult
 from .scenario import ScenarioLike, builtin_names, resolve, source
@@ -41,20 +41,9 @@ Overrides = Union[Iterable[str], Mapping[str, Any], None]
 
 
 def _override_list(overrides: Overrides) -> list[str]:
-    if overrides is None:
-        return []
-    if isinstance(overrides, Mapping):
-        out = []
-        for k, v in overrides.items():
-            if isinstance(v, bool):
-                lit = "true" if v else "false"
-            elif isinstance(v, (int, float)):
-                lit = repr(v)
-            else:
-                lit = json.dumps(v)
-            out.append(f"{k}={lit}")
-        return out
-    return list(overrides)
+    from .inputs import override_list
+
+    return override_list(overrides)
 
 
 def run(
@@ -68,10 +57,18 @@ def run(
 
     `overrides` sets fields by dotted path, as ``aqmlab run --set`` does: a dict
     ``{"bottleneck.aqm.kind": "droptail"}`` or strings ``["flows.0.count=20"]``.
-    Raises ScenarioError (a ValueError) for bad input, naming the field and value.
+    Raises ScenarioError (a ValueError) for bad input, naming the field and value,
+    before anything runs: a run that would not fit in the memory available is one
+    (its message names the estimate and the setting to turn). Raises SimulationError
+    if the run breaks packet conservation.
     """
+    from . import inputs
+
+    seed = inputs.seed(seed)
+    over = _override_list(overrides)
     src = source(scenario)
-    raw = _core.run(src.text, src.format, _override_list(overrides), seed, progress, src.base_dir)
+    inputs.check_memory(inputs.estimate(src.text, src.format, over, seed, src.base_dir))
+    raw = _core.run(src.text, src.format, over, seed, progress, src.base_dir)
     return RunResult(raw)
 
 

@@ -1044,9 +1044,11 @@ def draw(name: str, series: list[Series], out: Path, opt: Optional[Options] = No
     d = out / "figures"
     d.mkdir(parents=True, exist_ok=True)
     files = []
+    from .plots import save_figure
+
     for ext in ("png", "svg"):
         p = d / f"{name}.{ext}"
-        fig.savefig(p, dpi=150 if ext == "png" else None, bbox_inches="tight")
+        save_figure(fig, p, dpi=150 if ext == "png" else None, bbox_inches="tight")
         files.append(f"figures/{p.name}")
     plt.close(fig)
     return files
@@ -1182,7 +1184,7 @@ def compare(
     series = group(runs, label)
     out.mkdir(parents=True, exist_ok=True)
     table = headline(series)
-    table.to_csv(out / "series.csv", index=False)
+    _atomic_write(out / "series.csv", table.to_csv(index=False))
     drawn = []
     for f in figures if figures is not None else DEFAULT_FIGURES:
         name, kind, opt = (f, f, Options()) if isinstance(f, str) else f
@@ -1208,5 +1210,15 @@ def compare(
     body.append("</table>")
     page = f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)} — aqmlab</title><style>{CSS}</style></head><body>{''.join(body)}</body></html>"
     report = out / "report.html"
-    report.write_text(page, encoding="utf-8")
+    _atomic_write(report, page)
     return CompareResult(out, report, drawn, table, series)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """The whole file or the old one: an interruption leaves no half-written file."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -6,6 +6,7 @@ a title naming the scenario."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -33,6 +34,8 @@ STYLE = {
     "legend.fontsize": 8,
     "legend.frameon": False,
     "savefig.bbox": "tight",
+    # the same figure gives the same SVG bytes (no random ids)
+    "svg.hashsalt": "aqmlab",
 }
 
 CAUSE_COLORS = {"overflow": "#7f7f7f", "random": "#1f77b4", "deterministic": "#d62728"}
@@ -63,12 +66,26 @@ def _title(r: "RunResult", what: str) -> str:
     return f"{what} — {sc['name']} ({r.meta['links'][0]['aqm']}, seed {r.meta['seed']})"
 
 
+def save_figure(fig: "plt.Figure", path: Path, **kw: object) -> None:
+    """Save a figure whole or not at all (a temporary name, then moved into place),
+    with the same bytes for the same figure (no date in the file, fixed SVG ids)."""
+    ext = path.suffix.lstrip(".")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}{path.suffix}")
+    meta = {"Date": None} if ext in ("svg", "pdf") else None
+    try:
+        with plt.rc_context({"svg.hashsalt": "aqmlab"}):
+            fig.savefig(tmp, metadata=meta, **kw)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def _save(fig: "plt.Figure", out: Path, name: str) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     files = []
     for ext in ("png", "svg"):
         p = out / f"{name}.{ext}"
-        fig.savefig(p, dpi=150 if ext == "png" else None)
+        save_figure(fig, p, dpi=150 if ext == "png" else None)
         files.append(p.name)
     plt.close(fig)
     return files

@@ -6,7 +6,8 @@ Files written (DESIGN.md "What a run writes"; every column in docs/outputs.md):
 row per UDP datagram received), `flow_trace.parquet` (one row per ACK of the flows
 in `record.flow_trace`), `histograms.parquet` (the streaming histograms of the
 bottleneck's queueing delay, kept in every run), `scenario.json` (the scenario with all defaults, so that a
-run can be redrawn or repeated years later) and `report.html` with its figures. A run folder is written to a temporary sibling first and moved
+run can be redrawn or repeated years later), `conservation.ok` (the packet balances
+that were checked, see `aqmlab.conservation`) and `report.html` with its figures. A run folder is written to a temporary sibling first and moved
 into place, so a killed run leaves no half-written folder.
 """
 
@@ -24,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import metrics
+from . import conservation, metrics
 
 KINDS = ["data", "ack", "syn", "synack", "udp"]
 EVENTS = ["enqueue", "dequeue", "drop", "mark"]
@@ -94,6 +95,8 @@ class RunResult:
     def __init__(self, raw: dict[str, Any]):
         self.raw = _with_defaults(raw)
         self.meta: dict[str, Any] = json.loads(raw["meta"])
+        # every run's packets balance, or the run fails here (SimulationError)
+        self.conservation: list[str] = conservation.check(self.meta)
 
     @property
     def scenario(self) -> dict[str, Any]:
@@ -328,7 +331,9 @@ class RunResult:
 
     def write(self, out_dir: str | os.PathLike[str], report: bool = True) -> Path:
         """Write the run folder atomically; returns its path."""
-        out = check_out_dir(out_dir)
+        from .inputs import writable_dir
+
+        out = check_out_dir(writable_dir(out_dir, "out"))
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
         umask = os.umask(0)
@@ -358,6 +363,7 @@ class RunResult:
             pq.write_table(table, d / f"{name}.parquet", compression="zstd")
         (d / "scenario.json").write_text(json.dumps(self.scenario, indent=2) + "\n")
         (d / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
+        (d / conservation.FILE).write_text("\n".join(self.conservation) + "\n")
         if report:
             from . import report as _report
 
@@ -374,6 +380,7 @@ RUN_FILES = {
     "datagrams.parquet",
     "flow_trace.parquet",
     "histograms.parquet",
+    "conservation.ok",
     "report.html",
     "figures",
 }

@@ -17,8 +17,16 @@ A sweep folder holds::
 Runs execute in a process pool over the local cores (``jobs``), or on a Dask
 distributed cluster (``cluster``: a scheduler address or a ``distributed.Client``).
 A run is done when its folder with summary.json exists: run folders are written
-atomically, so a sweep that is killed resumes where it stopped. A run that fails is
-recorded with its error and the others go on.
+atomically, so a sweep that is interrupted or killed resumes where it stopped, and
+the index is rewritten from the folders on disk whatever happens. A run whose worker
+process dies (killed, out of memory) or whose Dask worker is lost is tried once more;
+a run that fails is recorded with its error and the others go on.
+
+Before anything is written, every run is validated, the output folder is checked
+writable, and the memory of the largest run is checked against the machine's (fewer
+local workers run at once if that many would not fit). A folder that holds a
+different sweep is refused unless ``force`` (its runs that the new sweep shares are
+kept, the others removed).
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
-from . import _core, grid as _grid
+from . import _core, grid as _grid, inputs, interrupts
 from .grid import Grid, Plan, RunSpec, SweepSpecError
 
 INDEX = "index.parquet"
@@ -69,23 +77,38 @@ def execute(task: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _worker_init(parent: int) -> None:
-    # Ctrl-C goes to the whole process group; the parent decides what happens.
+    # Ctrl-C goes to the whole process group; the parent decides what happens (it
+    # stops the workers with SIGTERM).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    # A parent killed outright (SIGKILL) cannot stop its workers: they stop themselves.
+    # A parent killed outright (SIGKILL) cannot stop its workers: they die with it.
     # The run in progress is lost; its half-written folder is removed on the next start.
-    def watch() -> None:
-        while True:
-            time.sleep(0.5)
-            if os.getppid() != parent:
-                os._exit(1)
-
-    import threading
-
-    threading.Thread(target=watch, name="aqmlab-parent-watch", daemon=True).start()
+    interrupts.die_with_parent(parent)
 
 
 # -- executors ----------------------------------------------------------------------
+
+
+LOST_TWICE = "lost twice"
+
+
+def _lost(t: Mapping[str, Any], why: str) -> dict[str, Any]:
+    return {"run": t["run"], "status": "failed", "error": f"the worker running it was {LOST_TWICE} ({why})"}
+
+
+def stop_pool(ex: Any, grace: float = 3.0) -> None:
+    """Stop a process pool now: pending runs cancelled, workers terminated (SIGTERM,
+    then SIGKILL after `grace` seconds) and reaped."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + grace
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join(1.0)
 
 
 def _local(tasks: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
@@ -98,23 +121,31 @@ def _local(tasks: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
     from concurrent.futures.process import BrokenProcessPool
 
     ctx = mp.get_context("spawn")  # no fork of a process with threads (the progress bar)
-    ex = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),))
-    pending = {ex.submit(execute, t): t for t in tasks}
-    try:
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for f in done:
-                t = pending.pop(f)
-                try:
-                    yield f.result()
-                except BrokenProcessPool as e:
-                    yield {"run": t["run"], "status": "failed", "error": f"worker process died: {e}"}
-        ex.shutdown(wait=True)
-    except BaseException:
-        ex.shutdown(wait=False, cancel_futures=True)
-        for p in list(getattr(ex, "_processes", {}).values()):
-            p.terminate()
-        raise
+    lost: dict[str, int] = {}
+    queue = list(tasks)
+    while queue:
+        # a worker that dies breaks the whole pool: its runs (and the others in
+        # progress) come back as BrokenProcessPool and go to a new pool, once
+        ex = ProcessPoolExecutor(max_workers=min(jobs, len(queue)), mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),))
+        try:
+            pending = {ex.submit(execute, t): t for t in queue}
+            queue = []
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    t = pending.pop(f)
+                    try:
+                        yield f.result()
+                    except BrokenProcessPool as e:
+                        lost[t["run"]] = lost.get(t["run"], 0) + 1
+                        if lost[t["run"]] < 2:
+                            queue.append(t)
+                        else:
+                            yield _lost(t, f"its process died: {e}")
+            ex.shutdown(wait=True)
+        except BaseException:
+            stop_pool(ex)
+            raise
 
 
 def _check_workers(client: Any, out: Path) -> None:
@@ -147,14 +178,25 @@ def _dask(tasks: list[dict[str, Any]], cluster: Any, out: Path) -> Iterator[dict
     client = Client(cluster, timeout="30s") if own else cluster
     try:
         _check_workers(client, out)
+        # Dask reschedules the runs of a worker it loses; a run whose workers are lost
+        # again and again ends in KilledWorker (or the like), and gets one more try here
         futs = {client.submit(execute, t, key=f"aqmlab-run-{t['run']}", pure=False): t for t in tasks}
+        tried: dict[str, int] = {t["run"]: 1 for t in tasks}
+        ac = as_completed(list(futs))
         try:
-            for f in as_completed(futs):
-                t = futs[f]
+            for f in ac:
+                t = futs.pop(f)
                 try:
                     yield f.result()
-                except Exception as e:  # KilledWorker, a lost worker...
-                    yield {"run": t["run"], "status": "failed", "error": f"{type(e).__name__}: {e}"}
+                except Exception as e:  # KilledWorker, a lost connection, ...
+                    why = f"{type(e).__name__}: {e}".splitlines()[0]
+                    if tried[t["run"]] < 2:
+                        tried[t["run"]] += 1
+                        g = client.submit(execute, t, key=f"aqmlab-run-{t['run']}-try{tried[t['run']]}", pure=False)
+                        futs[g] = t
+                        ac.add(g)
+                    else:
+                        yield _lost(t, why)
         except BaseException:
             client.cancel(list(futs))
             raise
@@ -206,6 +248,13 @@ def build_grid(
     seeds: Union[int, Sequence[int], None] = None,
 ) -> Grid:
     """A grid from a spec (file, dict or Grid) and/or keyword arguments; keywords win."""
+    for name, v in (("set", set), ("vary", vary), ("levels", levels)):
+        if v is not None and not isinstance(v, Mapping):
+            raise inputs.InputError(f"{name}: {v!r} is not a dict of field paths")
+    if zip is not None and not isinstance(zip, Mapping) and (isinstance(zip, (str, bytes)) or not all(isinstance(z, Mapping) for z in zip)):
+        raise inputs.InputError(f"zip: {zip!r} is neither a dict of field paths nor a list of them")
+    if seeds is not None and not isinstance(seeds, int) and (isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence)):
+        raise inputs.InputError(f"seeds: {seeds!r} is neither a count nor a list of seeds")
     if isinstance(spec, Grid):
         g = spec
     elif isinstance(spec, Mapping):
@@ -224,7 +273,7 @@ def build_grid(
         g._drop(k)
         g.set[k] = v
     for k, vals in (vary or {}).items():
-        g.vary(k, list(vals))
+        g.vary(k, vals)
     for z in ([zip] if isinstance(zip, Mapping) else list(zip or [])):
         g.zip(z)
     for name, table in (levels or {}).items():
@@ -268,20 +317,81 @@ def _progress(total: int, enabled: bool, label: str):
     return ctx()
 
 
-def check_sweep_dir(out: Path) -> None:
+def check_sweep_dir(out: Path, plan: Optional[Plan] = None, force: bool = False) -> None:
+    """Refuse a folder that is not a sweep folder, and one that holds a different
+    sweep than `plan` (other runs) unless `force`."""
+    out = Path(out)
     if out.exists():
         if not out.is_dir():
             raise FileExistsError(f"--out: \"{out}\" exists and is not a directory")
         if any(out.iterdir()) and not (out / SWEEP_JSON).exists():
             raise FileExistsError(f"--out: \"{out}\" is not empty and does not hold an aqmlab sweep; choose another folder")
+        if plan is not None and (out / SWEEP_JSON).exists() and not force:
+            old = _read_sweep(out)
+            new = {(r.name, r.hash) for r in plan.runs}
+            if old is None:
+                raise FileExistsError(f"--out: \"{out}\" holds a sweep.json that cannot be read; choose another folder, or --force to replace it")
+            if old["runs"] != new:
+                shared = len(old["runs"] & new)
+                raise FileExistsError(
+                    f"--out: \"{out}\" holds a different sweep (\"{old['name']}\", {len(old['runs'])} runs; this one has {len(new)}, "
+                    f"{shared} in common); choose another folder, or --force to replace it"
+                )
 
 
-def _clean_temporaries(runs_dir: Path) -> None:
-    """Half-written folders of runs killed while writing (never a finished run)."""
-    if runs_dir.exists():
-        for p in runs_dir.iterdir():
-            if p.name.startswith(".") and (".tmp-" in p.name or ".old-" in p.name):
-                shutil.rmtree(p, ignore_errors=True)
+def _read_sweep(out: Path) -> Optional[dict[str, Any]]:
+    try:
+        d = json.loads((out / SWEEP_JSON).read_text())
+        return {"name": d.get("grid", {}).get("name", "?"), "runs": {(r["run"], r["hash"]) for r in d["runs"]}}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _clean_temporaries(out: Path) -> None:
+    """Half-written files and folders of a sweep or of runs killed while writing
+    (temporary names only: never a finished run)."""
+    for d in (out, out / "runs", out / "failures", out / "figures"):
+        if d.exists():
+            for p in d.iterdir():
+                if p.name.startswith(".") and (".tmp-" in p.name or ".old-" in p.name):
+                    if p.is_dir():
+                        shutil.rmtree(p, ignore_errors=True)
+                    else:
+                        p.unlink(missing_ok=True)
+
+
+def _replace_sweep(out: Path, plan: Plan) -> None:
+    """--force: keep the runs the new sweep shares with the old, remove the rest."""
+    keep = {r.name for r in plan.runs}
+    for p in list(out.iterdir()):
+        if p.name == "runs":
+            for r in p.iterdir():
+                if r.name not in keep:
+                    shutil.rmtree(r, ignore_errors=True)
+        elif p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+
+
+def check_memory(plan: Plan, jobs: int, cluster: Any = None) -> int:
+    """Refuse a plan whose largest run would not fit in the memory available; return
+    how many local workers may run at once (at most `jobs`)."""
+    if not plan.runs:
+        return jobs
+    biggest, spec = -1, None
+    for r in plan.runs:
+        est = inputs.estimate(r.scenario_json(), "json", [], None, None)
+        if est["process_bytes"] > biggest:
+            biggest, spec = est["process_bytes"], (r, est)
+    avail = inputs.available_memory()
+    if avail is None or spec is None:
+        return jobs
+    r, est = spec
+    inputs.check_memory(est, what=f"run {r.name}" if len(plan.runs) > 1 else "the run", available=avail)
+    if cluster is not None:
+        return jobs
+    return max(1, min(jobs, avail // max(1, biggest)))
 
 
 def run_plan(
@@ -296,11 +406,24 @@ def run_plan(
     label: str = "sweep",
     on_failure: Optional[Callable[[str, str], None]] = None,
     extra: Optional[Mapping[str, Any]] = None,
+    force: bool = False,
+    on_note: Optional[Callable[[str], None]] = None,
 ) -> SweepResult:
     """Run (or resume) the runs of a validated plan into `out`."""
+    jobs = inputs.positive(jobs, "jobs")
     out = Path(out).absolute()
-    check_sweep_dir(out)
+    inputs.writable_dir(out, "out")
+    check_sweep_dir(out, plan, force)
+    if jobs is None:
+        jobs = os.cpu_count() or 1
+    fit = check_memory(plan, jobs, cluster)
+    if fit < jobs and on_note is not None:
+        on_note(f"memory: {fit} runs at once instead of {jobs}, so that they fit in the memory available")
+    jobs = fit
     runs_dir, fail_dir = out / "runs", out / "failures"
+    if force and (out / SWEEP_JSON).exists():
+        _replace_sweep(out, plan)
+    _clean_temporaries(out)
     runs_dir.mkdir(parents=True, exist_ok=True)
     _write_json(out / SWEEP_JSON, {
         "format_version": 1,
@@ -310,16 +433,15 @@ def run_plan(
         **(dict(extra) if extra else {}),
         "runs": [{"run": r.name, "seed": r.seed, "params": r.params, "hash": r.hash, "overrides": list(r.overrides)} for r in plan.runs],
     })
-    _clean_temporaries(runs_dir)
     todo = [r for r in plan.runs if not (runs_dir / r.name / "summary.json").exists()]
     res = SweepResult(out, plan, skipped=len(plan.runs) - len(todo))
     for r in todo:
         (fail_dir / f"{r.name}.json").unlink(missing_ok=True)
     tasks = [{"run": r.name, "scenario": r.scenario_json(), "dir": str(runs_dir / r.name), "report": reports} for r in todo]
-    if jobs is None:
-        jobs = os.cpu_count() or 1
     show = sys.stderr.isatty() if progress is None else progress
     t0 = time.perf_counter()
+    results: Optional[Iterator[dict[str, Any]]] = None
+    interrupted = False
     try:
         if tasks:
             results = _dask(tasks, cluster, out) if cluster is not None else _local(tasks, jobs)
@@ -336,13 +458,27 @@ def run_plan(
                         if on_failure:
                             on_failure(rec["run"], rec["error"])
                     step(ok)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
+        # workers stopped first (closing the generator stops its pool), then the index
+        # from the run folders on disk, which a first signal does not cut short
+        if results is not None:
+            results.close()
         res.seconds = time.perf_counter() - t0
-        write_index(out, plan)
+        with interrupts.deferred():
+            _clean_temporaries(out)
+            rows = write_index(out, plan)
+        if interrupted:
+            done = sum(1 for r in rows if r["status"] == "ok")
+            interrupts.note(f"{done} of {len(plan.runs)} runs finished, kept and indexed in {out}/index.parquet; workers stopped; the same command resumes")
     if compare and (res.ran + res.skipped) > 0:
         from . import comparison as _compare
 
+        interrupts.note(f"all {len(plan.runs)} runs are done and indexed in {out}/index.parquet; the comparison report was not finished (the same command writes it)")
         res.report = _compare.compare([out], out=out, title=f"{plan.grid.name}: {len(plan.runs)} runs", quiet=True).report
+        interrupts.note(None)
     return res
 
 
@@ -361,6 +497,7 @@ def sweep(
     reports: bool = False,
     compare: bool = True,
     progress: Optional[bool] = None,
+    force: bool = False,
 ) -> SweepResult:
     """Run every combination of a grid (see docs/sweeps.md).
 
@@ -370,11 +507,12 @@ def sweep(
     (fixed overrides), `seeds` (a count or a list). Every combination is validated
     before anything runs or is written. `cluster` is a Dask scheduler address or a
     `distributed.Client`; by default the runs use `jobs` local processes (all cores).
+    A folder that holds a different sweep is refused unless `force`.
     """
+    inputs.positive(jobs, "jobs")
     g = build_grid(spec, scenario=scenario, vary=vary, zip=zip, levels=levels, set=set, seeds=seeds)
     plan = g.plan()
-    check_sweep_dir(Path(out))
-    return run_plan(plan, out, jobs=jobs, cluster=cluster, reports=reports, compare=compare, progress=progress, label=g.name)
+    return run_plan(plan, out, jobs=jobs, cluster=cluster, reports=reports, compare=compare, progress=progress, label=g.name, force=force)
 
 
 # -- the index ----------------------------------------------------------------------
@@ -417,7 +555,8 @@ def index_rows(out: Path, plan: Plan) -> list[dict[str, Any]]:
     return rows
 
 
-def write_index(out: Path, plan: Plan) -> Path:
+def write_index(out: Path, plan: Plan) -> list[dict[str, Any]]:
+    """Write index.parquet (atomically) from the run folders on disk; returns its rows."""
     import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -437,15 +576,21 @@ def write_index(out: Path, plan: Plan) -> Path:
     })
     path = out / INDEX
     tmp = out / f".{INDEX}.tmp-{os.getpid()}"
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
-    return path
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return rows
 
 
 def _write_json(path: Path, data: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 # -- queries ------------------------------------------------------------------------

@@ -234,3 +234,30 @@ fn a_miscounted_mark_or_drop_is_caught() {
     assert_eq!(r.fate, vec![(1, "overflow"), (0, "dequeued")]);
     assert_eq!(r.drops_by_cause.get("overflow"), Some(&1));
 }
+
+// -- regressions: what the fuzzing and the bad-input catalogue found, each pinned ---------
+
+#[test]
+fn update_and_adaptation_periods_under_a_microsecond_are_refused() {
+    // found by the random-parameter property test: `tupdate = "1ns"` (PIE, MADPIE) and
+    // ARED's `interval = "1ns"` were accepted, a billion timer events per simulated second
+    for (kind, params, field) in [
+        ("pie", serde_json::json!({"tupdate": "1ns"}), "tupdate: 1ns"),
+        ("madpie", serde_json::json!({"pie": {"tupdate": "999ns"}}), "tupdate: 999ns"),
+        ("ared", serde_json::json!({"interval": "1ns"}), "interval: 1ns"),
+        ("red_tail", serde_json::json!({"ared": {"interval": "10ns"}}), "interval: 10ns"),
+    ] {
+        let e = AqmSpec::from_kind(kind, params).unwrap_err().to_string();
+        assert!(e.contains(field), "{kind}: {e}");
+    }
+    assert!(AqmSpec::from_kind("pie", serde_json::json!({"tupdate": "1us"})).is_ok());
+}
+
+#[test]
+fn fq_codel_refuses_more_flow_queues_than_linux() {
+    // found while writing the catalogue of bad inputs: the flow queues are made up
+    // front, so `flows = 4294967295` asked for hundreds of gigabytes
+    let e = AqmSpec::from_kind("fq_codel", serde_json::json!({"flows": u32::MAX})).unwrap_err().to_string();
+    assert!(e.starts_with("flows: must be 1 to 65536, got 4294967295"), "{e}");
+    assert!(AqmSpec::from_kind("fq_codel", serde_json::json!({"flows": 65_536})).is_ok());
+}

@@ -62,7 +62,8 @@ pub struct Part {
     pub count: u64,
     /// Peak bytes of the whole run process for this part.
     pub bytes: u64,
-    /// The setting to turn, as a user would write it.
+    /// What to do to shrink it, naming the setting as a user writes it
+    /// ("set record.packets = false", "use fewer flows (flows[i].count)").
     pub knob: &'static str,
 }
 
@@ -195,14 +196,14 @@ pub fn estimate(sc: &Scenario) -> Estimate {
     let queued = buffers.min(arrivals + acks + flows * 10.0);
 
     let items: [(&'static str, f64, f64, f64, &'static str); 8] = [
-        ("flows", flows, core_cost::FLOW, process_cost::FLOW, "fewer flows (flows[i].count)"),
-        ("record.packets", packet_rows, core_cost::PACKET_ROW, process_cost::PACKET_ROW, "record.packets = false"),
-        ("record.flow_series", flow_series_rows, core_cost::FLOW_SERIES_ROW, process_cost::FLOW_SERIES_ROW, "record.flow_series = false"),
-        ("record.datagrams", datagram_rows, core_cost::DATAGRAM_ROW, process_cost::DATAGRAM_ROW, "record.datagrams = false"),
-        ("record.flow_trace", flow_trace_rows, core_cost::FLOW_TRACE_ROW, process_cost::FLOW_TRACE_ROW, "fewer flows in record.flow_trace"),
-        ("transfers", transfers, core_cost::TRANSFER_ROW, process_cost::TRANSFER_ROW, "fewer downloads (fewer flows, longer think times)"),
-        ("timeseries", link_series_rows, core_cost::LINK_SERIES_ROW, process_cost::LINK_SERIES_ROW, "a longer record.interval"),
-        ("queue", queued, core_cost::QUEUED_PACKET, 0.0, "a smaller bottleneck.buffer"),
+        ("flows", flows, core_cost::FLOW, process_cost::FLOW, "use fewer flows (flows[i].count)"),
+        ("record.packets", packet_rows, core_cost::PACKET_ROW, process_cost::PACKET_ROW, "set record.packets = false"),
+        ("record.flow_series", flow_series_rows, core_cost::FLOW_SERIES_ROW, process_cost::FLOW_SERIES_ROW, "set record.flow_series = false"),
+        ("record.datagrams", datagram_rows, core_cost::DATAGRAM_ROW, process_cost::DATAGRAM_ROW, "set record.datagrams = false"),
+        ("record.flow_trace", flow_trace_rows, core_cost::FLOW_TRACE_ROW, process_cost::FLOW_TRACE_ROW, "trace fewer flows (record.flow_trace)"),
+        ("transfers", transfers, core_cost::TRANSFER_ROW, process_cost::TRANSFER_ROW, "use fewer downloads (fewer flows, longer think times)"),
+        ("timeseries", link_series_rows, core_cost::LINK_SERIES_ROW, process_cost::LINK_SERIES_ROW, "use a longer record.interval"),
+        ("queue", queued, core_cost::QUEUED_PACKET, 0.0, "use a smaller bottleneck.buffer"),
     ];
     let core = core_cost::BASE + items.iter().map(|(_, n, c, _, _)| n * c).sum::<f64>();
     let mut parts: Vec<Part> = items

@@ -737,6 +737,9 @@ impl Scenario {
                 return Err(err(format!("metrics.{name}"), format!("{d} must be a positive multiple of record.interval ({})", self.record.interval)));
             }
         }
+        if self.metrics.warmup >= self.duration {
+            return Err(err("metrics.warmup", format!("{} is not before the end of the run ({}): no sample would be left for the headline figures", self.metrics.warmup, self.duration)));
+        }
         Ok(())
     }
 
@@ -904,6 +907,10 @@ mod tests {
         assert!(e.contains("colour"), "{e}");
         let e = error(&["flows.0.kind=\"carrier_pigeon\""]);
         assert!(e.starts_with("flows[0].kind:"), "{e}");
+        // a warm-up that leaves nothing of the run (it gave null headline figures)
+        let e = error(&["metrics.warmup=\"10s\""]);
+        assert!(e.starts_with("metrics.warmup: 10s is not before the end of the run (10s)"), "{e}");
+        assert!(parse(&["metrics.warmup=\"9.9s\""]).is_ok());
     }
 
     #[test]

@@ -148,6 +148,11 @@ def run_ared_queue(a: argparse.Namespace) -> int:
     import aqmlab
 
     out = Path(a.out)  # written only once the inputs are valid
+    try:
+        aqmlab.inputs.writable_dir(out)
+    except aqmlab.ScenarioError as e:
+        print(f"aqmlab: error: {e}", file=sys.stderr)
+        return 2
     C, d, L = a.rate_mbps * 1e6, a.rtt_ms / 1e3, 1500 * 8.0
     if a.scenario:
         # a user's scenario: C and d from its bottleneck and access links
@@ -351,6 +356,11 @@ def run_pie_fluid(a: argparse.Namespace) -> int:
 
     out = Path(a.out)  # written only once the inputs are valid
     try:
+        aqmlab.inputs.writable_dir(out)
+    except aqmlab.ScenarioError as e:
+        print(f"aqmlab: error: {e}", file=sys.stderr)
+        return 2
+    try:
         sc = aqmlab.resolve(a.scenario, list(a.set))
     except aqmlab.ScenarioError as e:
         print(f"aqmlab: error: {e}", file=sys.stderr)
@@ -488,6 +498,15 @@ def pie_markdown(res: dict[str, Any]) -> str:
 
 
 # ---- the sub-parser ------------------------------------------------------------------------
+def _seed_arg(text: str) -> int:
+    from .. import inputs
+
+    try:
+        return inputs.seed_text(text, "")
+    except inputs.InputError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix(": ")) from None
+
+
 def add_parser(sub: Any) -> None:
     an = sub.add_parser("analyze", help="models beside the simulation: the ARED queue model (Jou, Tan & Baras §VI), the PIE fluid model")
     asub = an.add_subparsers(dest="analysis", required=True)
@@ -507,7 +526,7 @@ def add_parser(sub: Any) -> None:
     q.add_argument("--duration", type=float, default=300.0, help="simulated seconds (default 300)")
     q.add_argument("--warmup", type=float, default=50.0, help="seconds left out of the estimates (default 50)")
     q.add_argument("--model-seconds", type=float, default=500.0, help="time span of the model trajectories in the figure (default 500 s, as Fig. 20)")
-    q.add_argument("--seed", type=int, default=1)
+    q.add_argument("--seed", type=_seed_arg, default=1)
     q.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field of the simulated scenario (repeatable)")
     q.add_argument("--no-sim", action="store_true", help="model only, with --W/--sigma or the paper's values")
     q.add_argument("--out", required=True, help="output folder for figures, analysis.json, analysis.md")
@@ -520,7 +539,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--dt", type=float, default=0.001, help="integration step in s (default 1 ms)")
     p.add_argument("--warmup", type=float, default=50.0, help="fluid seconds left out of its percentiles (default 50)")
     p.add_argument("--window", type=float, nargs=2, default=[100.0, 160.0], metavar=("FROM", "TO"), help="time window of the trajectory figure (s)")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=_seed_arg, default=None)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario field (repeatable)")
     p.add_argument("--no-sim", action="store_true", help="model only")
     p.add_argument("--out", required=True, help="output folder for figures, analysis.json, analysis.md")

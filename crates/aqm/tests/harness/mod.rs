@@ -220,7 +220,7 @@ impl Mix {
 const DURATIONS: &[&str] = &["0s", "1ns", "1us", "100us", "1ms", "2ms", "5ms", "20ms", "100ms", "1s", "30s", "100000s", "-1ms", "1.5ms", "5", "ms"];
 const SIZES: &[&str] = &["0B", "1B", "40B", "1500B", "3000B", "2KB", "64KB", "1MB", "4294967296B", "1pkts", "3pkts", "100pkts", "0pkts", "1bdp", "0.5bdp", "x"];
 const NUMBERS: &[f64] = &[0.0, -1.0, 1e-9, 0.001, 0.01, 0.1, 0.5, 0.99, 1.0, 1.5, 2.0, 10.0, 1000.0, 1e9, 1e300];
-const INTEGERS: &[i64] = &[0, -1, 1, 2, 3, 4, 64, 1024, 65_536, 1 << 32, i64::MAX];
+const INTEGERS: &[i64] = &[0, -1, 1, 2, 3, 4, 64, 1024, 65_536, 65_537, u32::MAX as i64, 1 << 32, i64::MAX];
 
 fn random_scalar(m: &mut Mix) -> serde_json::Value {
     use serde_json::Value as J;
