@@ -41,7 +41,7 @@ from pathlib import Path
 WALL = ("wall_seconds", "events_per_second")
 
 
-def sweep_cmd(out: Path, runs: int, jobs: int) -> list[str]:
+def sweep_cmd(out: Path, runs: int, jobs: int, compare: bool = True) -> list[str]:
     # runs = 4 AQMs x delays x seeds; short runs with every record on
     aqms = "pie,droptail,codel,red"
     seeds = max(1, runs // 8)
@@ -50,7 +50,7 @@ def sweep_cmd(out: Path, runs: int, jobs: int) -> list[str]:
         sys.executable, "-m", "aqmlab.cli", "sweep", "madpie-proof",
         "--vary", f"bottleneck.aqm.kind={aqms}", "--vary", f"bottleneck.delay={delays}",
         "--seeds", str(seeds), "--set", "duration=20s", "--jobs", str(jobs), "--out", str(out),
-    ]
+    ] + ([] if compare else ["--no-compare"])
 
 
 def group_alive(pgid: int) -> list[int]:
@@ -178,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=7, help="seed of the random moments")
     ap.add_argument("--work", default=None, help="work folder (default: a temporary one, removed at the end)")
+    ap.add_argument("--no-compare", action="store_true", help="sweeps without their comparison report (quicker)")
     a = ap.parse_args(argv)
+    cmd = lambda out: sweep_cmd(out, a.runs, a.jobs, not a.no_compare)  # noqa: E731
     work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="aqmlab-sweep-interrupts-"))
     work.mkdir(parents=True, exist_ok=True)
     ref, res = work / "reference", work / "resumed"
@@ -188,10 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(a.seed)
     failures = 0
     t0 = time.perf_counter()
-    subprocess.run(sweep_cmd(work / "dry", a.runs, a.jobs) + ["--dry-run"], capture_output=True, env=env)
+    subprocess.run(cmd(work / "dry") + ["--dry-run"], capture_output=True, env=env)
     startup = time.perf_counter() - t0
     t0 = time.perf_counter()
-    r = subprocess.run(sweep_cmd(ref, a.runs, a.jobs), capture_output=True, text=True, env=env)
+    r = subprocess.run(cmd(ref), capture_output=True, text=True, env=env)
     if r.returncode != 0:
         print(f"the reference sweep failed ({r.returncode}): {r.stderr[-500:]}")
         return 1
@@ -201,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     history = []
     for k in range(a.times):
         before = len(list((res / "runs").glob("*/summary.json"))) if (res / "runs").exists() else 0
-        rec = interrupt_once(sweep_cmd(res, a.runs, a.jobs), rng, k, env, startup)
+        rec = interrupt_once(cmd(res), rng, k, env, startup)
         after = len(list((res / "runs").glob("*/summary.json"))) if (res / "runs").exists() else 0
         if not rec.get("forced") and (res / "sweep.json").exists():
             tmp = temporaries(res)
@@ -217,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{k + 1:2d}. {rec['mode']:<13} after {rec['delay']:.2f} s: exit {rec.get('code')}, runs done {rec['runs_done']}{' (forced)' if rec.get('forced') else ''}: {flag}")
         if rec.get("message"):
             print(f"      {rec['message'][:150]}")
-    r = subprocess.run(sweep_cmd(res, a.runs, a.jobs), capture_output=True, text=True, env=env)
+    r = subprocess.run(cmd(res), capture_output=True, text=True, env=env)
     if r.returncode != 0:
         print(f"the final resume failed ({r.returncode}): {r.stderr[-500:]}")
         return 1

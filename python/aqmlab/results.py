@@ -333,7 +333,7 @@ class RunResult:
         """Write the run folder atomically; returns its path."""
         from .inputs import writable_dir
 
-        out = check_out_dir(writable_dir(out_dir, "out"))
+        out = writable_dir(check_out_dir(out_dir), "out")
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
         umask = os.umask(0)

@@ -59,6 +59,8 @@ def execute(task: Mapping[str, Any]) -> dict[str, Any]:
     from .results import RunResult
 
     t0 = time.perf_counter()
+    if os.environ.get("AQMLAB_TEST_DIE_ON_RUN") == task["run"] and _in_worker:
+        os._exit(9)  # for the tests: a worker process that dies while it runs this run
     try:
         raw = _core.run(task["scenario"], "json", [], None, None)
         r = RunResult(raw)
@@ -76,7 +78,12 @@ def execute(task: Mapping[str, Any]) -> dict[str, Any]:
         }
 
 
+_in_worker = False
+
+
 def _worker_init(parent: int) -> None:
+    global _in_worker
+    _in_worker = True
     # Ctrl-C goes to the whole process group; the parent decides what happens (it
     # stops the workers with SIGTERM).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
