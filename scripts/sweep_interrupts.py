@@ -90,10 +90,11 @@ def index_consistent(out: Path) -> str | None:
     return None
 
 
-def interrupt_once(cmd: list[str], rng: random.Random, k: int, env: dict[str, str], startup: float) -> dict:
+def interrupt_once(cmd: list[str], rng: random.Random, k: int, env: dict[str, str], first: float, per_run: float) -> dict:
     mode = ["SIGINT", "SIGINT-group", "SIGTERM", "SIGINT-twice"][k % 4]
-    # from half the start-up time (imports, validation) to three seconds into the runs
-    delay = rng.uniform(0.5 * startup, startup + 3.0)
+    # from half the time to the first finished run (imports, validation, workers
+    # starting) to a few runs' worth past it
+    delay = rng.uniform(0.5 * first, first + 4 * per_run)
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
     time.sleep(delay)
     sent = None
@@ -190,20 +191,25 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(a.seed)
     failures = 0
     t0 = time.perf_counter()
-    subprocess.run(cmd(work / "dry") + ["--dry-run"], capture_output=True, env=env)
-    startup = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    r = subprocess.run(cmd(ref), capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        print(f"the reference sweep failed ({r.returncode}): {r.stderr[-500:]}")
+    p = subprocess.Popen(cmd(ref), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    first = None
+    while p.poll() is None:
+        if first is None and any((ref / "runs").glob("*/summary.json")):
+            first = time.perf_counter() - t0
+        time.sleep(0.02)
+    err = p.stderr.read() if p.stderr else ""
+    if p.returncode != 0:
+        print(f"the reference sweep failed ({p.returncode}): {err[-500:]}")
         return 1
     ref_s = time.perf_counter() - t0
     n_runs = len(list((ref / "runs").iterdir()))
-    print(f"reference sweep: {n_runs} runs in {ref_s:.1f} s; start-up (validation, --dry-run) {startup:.1f} s")
+    first = first or ref_s
+    per_run = max(0.05, (ref_s - first) / max(1, n_runs - 1) * a.jobs)
+    print(f"reference sweep: {n_runs} runs in {ref_s:.1f} s; the first finished after {first:.1f} s, then one every {per_run / a.jobs:.2f} s")
     history = []
     for k in range(a.times):
         before = len(list((res / "runs").glob("*/summary.json"))) if (res / "runs").exists() else 0
-        rec = interrupt_once(cmd(res), rng, k, env, startup)
+        rec = interrupt_once(cmd(res), rng, k, env, first, per_run)
         after = len(list((res / "runs").glob("*/summary.json"))) if (res / "runs").exists() else 0
         if not rec.get("forced") and (res / "sweep.json").exists():
             tmp = temporaries(res)

@@ -38,6 +38,7 @@ import signal
 import sys
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
@@ -85,8 +86,10 @@ def _worker_init(parent: int) -> None:
     global _in_worker
     _in_worker = True
     # Ctrl-C goes to the whole process group; the parent decides what happens (it
-    # stops the workers with SIGTERM).
+    # stops the workers). The worker started with SIGINT and SIGTERM blocked (see
+    # `spawning`): SIGINT stays ignored, SIGTERM gets its default action back.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     # A parent killed outright (SIGKILL) cannot stop its workers: they die with it.
     # The run in progress is lost; its half-written folder is removed on the next start.
     interrupts.die_with_parent(parent)
@@ -102,20 +105,39 @@ def _lost(t: Mapping[str, Any], why: str) -> dict[str, Any]:
     return {"run": t["run"], "status": "failed", "error": f"the worker running it was {LOST_TWICE} ({why})"}
 
 
-def stop_pool(ex: Any, grace: float = 3.0) -> None:
-    """Stop a process pool now: pending runs cancelled, workers terminated (SIGTERM,
-    then SIGKILL after `grace` seconds) and reaped."""
+@contextmanager
+def spawning() -> Iterator[None]:
+    """Start worker processes with SIGINT and SIGTERM blocked: a signal that arrives
+    while a worker is being started waits until it is (the parent is never cut off in
+    the middle of handing a new worker its start-up data), and the worker, which
+    inherits the mask, cannot be interrupted in its own start-up (a traceback on the
+    terminal); `_worker_init` then lets SIGTERM in again."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def new_pool(jobs: int) -> Any:
+    """A process pool of fresh interpreters (no fork of a process with threads, such as
+    the progress bar's) whose workers ignore Ctrl-C and die with this process."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(os.getpid(),))
+
+
+def stop_pool(ex: Any) -> None:
+    """Stop a process pool now: pending runs cancelled, workers killed and reaped
+    (what a worker was writing is in a temporary folder, removed on the next start)."""
     procs = list((getattr(ex, "_processes", None) or {}).values())
     ex.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         if p.is_alive():
-            p.terminate()
-    deadline = time.monotonic() + grace
-    for p in procs:
-        p.join(max(0.0, deadline - time.monotonic()))
-        if p.is_alive():
             p.kill()
-            p.join(1.0)
+    for p in procs:
+        p.join(5.0)
 
 
 def _local(tasks: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
@@ -123,19 +145,18 @@ def _local(tasks: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
         for t in tasks:
             yield execute(t)
         return
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    ctx = mp.get_context("spawn")  # no fork of a process with threads (the progress bar)
     lost: dict[str, int] = {}
     queue = list(tasks)
     while queue:
         # a worker that dies breaks the whole pool: its runs (and the others in
         # progress) come back as BrokenProcessPool and go to a new pool, once
-        ex = ProcessPoolExecutor(max_workers=min(jobs, len(queue)), mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),))
+        ex = new_pool(min(jobs, len(queue)))
         try:
-            pending = {ex.submit(execute, t): t for t in queue}
+            with spawning():
+                pending = {ex.submit(execute, t): t for t in queue}
             queue = []
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)

@@ -43,13 +43,13 @@ mod core_cost {
 /// and pandas, and per row the Arrow tables, metrics and Parquet buffers built from
 /// the records (measured as peak resident set size, see the module doc).
 mod process_cost {
-    pub const BASE: f64 = 180e6;
-    pub const FLOW: f64 = 600.0;
-    pub const PACKET_ROW: f64 = 150.0;
-    pub const FLOW_SERIES_ROW: f64 = 330.0;
+    pub const BASE: f64 = 190e6;
+    pub const FLOW: f64 = 200.0;
+    pub const PACKET_ROW: f64 = 62.0;
+    pub const FLOW_SERIES_ROW: f64 = 300.0;
     pub const LINK_SERIES_ROW: f64 = 400.0;
-    pub const DATAGRAM_ROW: f64 = 120.0;
-    pub const FLOW_TRACE_ROW: f64 = 250.0;
+    pub const DATAGRAM_ROW: f64 = 60.0;
+    pub const FLOW_TRACE_ROW: f64 = 150.0;
     pub const TRANSFER_ROW: f64 = 200.0;
 }
 
@@ -140,7 +140,7 @@ pub fn estimate(sc: &Scenario) -> Estimate {
     let mut cbr_packets = 0.0; // datagrams sent by the constant-rate groups
     let mut cbr_bytes = 0.0;
     let mut transfers = 0.0;
-    let mut smallest: f64 = 1500.0;
+    let mut smallest: f64 = 1500.0; // the smallest data packet (forward direction)
     for g in &sc.flows {
         let c = &g.common;
         let n = c.count as f64;
@@ -161,7 +161,7 @@ pub fn estimate(sc: &Scenario) -> Estimate {
                 let size = (tcp.mss.0 + tcp.header.0).max(1) as f64;
                 tcp_flows += n;
                 tcp_packet = tcp_packet.min(size);
-                smallest = smallest.min(tcp.header.0.max(1) as f64); // ACKs
+                smallest = smallest.min(size);
                 transfers += match other {
                     TrafficSpec::Files(d) | TrafficSpec::Web(d) => {
                         // one download per think time at most, and one at the start
@@ -177,7 +177,7 @@ pub fn estimate(sc: &Scenario) -> Estimate {
     // more for retransmissions), the constant-rate sources send what they send
     let tcp_data = if tcp_flows > 0.0 { ((cap - cbr_bytes).max(0.0) / tcp_packet) * 1.05 } else { 0.0 };
     let arrivals = tcp_data + cbr_packets;
-    let departures = arrivals.min(cap / smallest.max(tcp_packet.min(1500.0)).max(1.0));
+    let departures = arrivals.min(cap / smallest.max(1.0));
     // an event row for each arrival (enqueue or drop) and each departure
     let fwd_rows = arrivals + departures;
     // one ACK per two data packets (delayed ACKs), each enqueued and sent
@@ -191,9 +191,12 @@ pub fn estimate(sc: &Scenario) -> Estimate {
     // quick ACK per segment at most)
     let traced = traced_flows(sc);
     let flow_trace_rows = if tcp_flows > 0.0 { tcp_data * (traced / tcp_flows).min(1.0) } else { 0.0 };
-    // packets queued or on a wire: the buffers, at most what can be sent in the run
-    let buffers = buffer_packets(sc, sc.bottleneck.buffer, smallest) + buffer_packets(sc, sc.bottleneck.reverse_buffer.unwrap_or(sc.bottleneck.buffer), smallest);
-    let queued = buffers.min(arrivals + acks + flows * 10.0);
+    // packets queued or on a wire: the forward buffer full of the smallest data
+    // packets, at most what is sent in the run; ACKs queue in the reverse buffer only
+    // as far as there are data packets to acknowledge
+    let forward = buffer_packets(sc, sc.bottleneck.buffer, smallest).min(arrivals + flows * 10.0);
+    let reverse = buffer_packets(sc, sc.bottleneck.reverse_buffer.unwrap_or(sc.bottleneck.buffer), 40.0).min(forward);
+    let queued = forward + reverse;
 
     let items: [(&'static str, f64, f64, f64, &'static str); 8] = [
         ("flows", flows, core_cost::FLOW, process_cost::FLOW, "use fewer flows (flows[i].count)"),

@@ -64,3 +64,40 @@ fn the_generators_reach_every_outcome() {
         assert!(ran[i] >= least_ran && refused[i] >= 10, "generator {i}: {} ran, {} refused", ran[i], refused[i]);
     }
 }
+
+// -- what the fuzzing found (fuzz/, scripts/fuzz.sh), each pinned -----------------------
+
+fn refused(overrides: &[&str]) -> String {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    match check(aqmsim::builtin::get("madpie-proof").unwrap(), &o, CI) {
+        Ok(Outcome::Refused(m)) => m,
+        other => panic!("{overrides:?}: expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_initial_retransmission_timeout_of_zero_is_refused_instead_of_running_forever() {
+    // the timer fired again and again at the same instant; the run never advanced
+    let m = refused(&["duration=\"2s\"", "flows.0.tcp.rto_initial=\"0s\""]);
+    assert!(m.starts_with("flows[0].tcp.rto_initial: must be positive"), "{m}");
+}
+
+#[test]
+fn delays_that_overflow_the_clock_are_refused_instead_of_panicking() {
+    // a path's delays of 2^64-1 ns each were accepted; summing them panicked
+    let m = refused(&["flows.0.path.sender_delay=\"18446744073709551615ns\"", "flows.0.path.receiver_delay=\"18446744073709551615ns\""]);
+    assert!(m.starts_with("flows[0].path.") && m.contains("invalid duration \"18446744073709551615ns\": at most 10000000s"), "{m}");
+}
+
+#[test]
+fn errors_stay_on_one_line_when_the_input_holds_control_characters() {
+    // an unknown key with a carriage return in it came back verbatim in the message
+    for text in ["\"a\\rb\" = 1\n", "\"\\u0001aqm\\r\" = 2\n"] {
+        match check(text, &[], CI) {
+            Ok(Outcome::Refused(m)) => assert!(!m.chars().any(char::is_control), "{m:?}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    let m = refused(&["--set \r\u{0}x"]);
+    assert!(!m.chars().any(char::is_control), "{m:?}");
+}

@@ -24,7 +24,7 @@ import math
 import os
 import statistics
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -311,9 +311,12 @@ def validate(names: Sequence[str] = (), *, seeds: int = 5, out: Optional[Path] =
     from .. import inputs
 
     jobs = inputs.positive(jobs, "jobs") or os.cpu_count() or 1
-    pool = ProcessPoolExecutor(max_workers=jobs)
+    from ..sweeps import new_pool, spawning, stop_pool
+
+    pool = new_pool(jobs)
     try:
-        futs = {pool.submit(_run_one, sim, scs[name], s, dest): (name, sim, s) for name, sim, s, dest in todo}
+        with spawning():
+            futs = {pool.submit(_run_one, sim, scs[name], s, dest): (name, sim, s) for name, sim, s, dest in todo}
         for k, fut in enumerate(as_completed(futs), 1):
             name, sim, s = futs[fut]
             rec = fut.result()
@@ -324,8 +327,6 @@ def validate(names: Sequence[str] = (), *, seeds: int = 5, out: Optional[Path] =
     except BaseException:
         # Ctrl-C, SIGTERM or a failed run: the workers are stopped now, not after the
         # runs still queued (finished runs are in their files; a restart resumes)
-        from ..sweeps import stop_pool
-
         stop_pool(pool)
         raise
     for c in cases:
