@@ -43,9 +43,9 @@ mod core_cost {
 /// and pandas, and per row the Arrow tables, metrics and Parquet buffers built from
 /// the records (measured as peak resident set size, see the module doc).
 mod process_cost {
-    pub const BASE: f64 = 190e6;
+    pub const BASE: f64 = 200e6;
     pub const FLOW: f64 = 200.0;
-    pub const PACKET_ROW: f64 = 62.0;
+    pub const PACKET_ROW: f64 = 100.0;
     pub const FLOW_SERIES_ROW: f64 = 300.0;
     pub const LINK_SERIES_ROW: f64 = 400.0;
     pub const DATAGRAM_ROW: f64 = 60.0;
