@@ -401,6 +401,48 @@ impl<P: QPacket> Aqm<P> for Ared<P> {
     }
 }
 
+
+impl crate::AqmParams for AredParams {
+    const TITLE: &'static str = "Adaptive RED: max_p adapted toward a target queue, automatic parameters";
+    const SOURCE: &'static str = "Floyd, Gummadi & Shenker, \"Adaptive RED\", ICIR technical report, 2001";
+    const DOC: &'static [(&'static str, &'static str)] = AredParams::DOC;
+    type Algo<P: QPacket> = Ared<P>;
+    fn check(&self) -> Result<(), String> {
+        AredParams::validate(self)
+    }
+    fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
+        Ared::new(self, limit)
+    }
+}
+
+/// `ared_sliding`: Adaptive RED with sliding thresholds on unless the table gives its
+/// own (Jou, Tan & Baras §V). The same parameters and algorithm as `ared`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AredSlidingParams(pub AredParams);
+
+impl Default for AredSlidingParams {
+    fn default() -> Self {
+        AredSlidingParams(AredParams { sliding: Some(SlidingParams::default()), ..AredParams::default() })
+    }
+}
+
+impl crate::AqmParams for AredSlidingParams {
+    const TITLE: &'static str = "Adaptive RED with sliding thresholds holding the drop probability in (P_L, P_U)";
+    const SOURCE: &'static str = "Jou, Tan & Baras, \"A Parallel Virtual Queue Structure for AQM\", CSHCN TR 2003-18, §V";
+    const DOC: &'static [(&'static str, &'static str)] = AredParams::DOC;
+    type Algo<P: QPacket> = Ared<P>;
+    fn check(&self) -> Result<(), String> {
+        self.0.validate()
+    }
+    fn complete(&mut self) {
+        self.0.sliding.get_or_insert_with(SlidingParams::default);
+    }
+    fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
+        Ared::new(&self.0, limit)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

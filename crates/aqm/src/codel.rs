@@ -286,6 +286,20 @@ impl<P: QPacket> Aqm<P> for Codel<P> {
     }
 }
 
+
+impl crate::AqmParams for CodelParams {
+    const TITLE: &'static str = "Controlled Delay: drop at dequeue on the interval/sqrt(count) schedule";
+    const SOURCE: &'static str = "Nichols, Jacobson, McGregor & Iyengar, RFC 8289 (2018)";
+    const DOC: &'static [(&'static str, &'static str)] = CodelParams::DOC;
+    type Algo<P: QPacket> = Codel<P>;
+    fn check(&self) -> Result<(), String> {
+        CodelParams::validate(self)
+    }
+    fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
+        Codel::new(self, limit)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

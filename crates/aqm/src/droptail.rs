@@ -50,6 +50,17 @@ impl<P: QPacket> Aqm<P> for DropTail<P> {
     }
 }
 
+
+impl crate::AqmParams for DropTailParams {
+    const TITLE: &'static str = "FIFO that drops arrivals when the buffer is full";
+    const SOURCE: &'static str = "the classic router queue";
+    const DOC: &'static [(&'static str, &'static str)] = DropTailParams::DOC;
+    type Algo<P: QPacket> = DropTail<P>;
+    fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
+        DropTail::new(self, limit)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -295,6 +295,20 @@ impl<P: QPacket> Aqm<P> for FqCodel<P> {
     }
 }
 
+
+impl crate::AqmParams for FqCodelParams {
+    const TITLE: &'static str = "Flow Queue CoDel: DRR over hashed flow queues, CoDel in each";
+    const SOURCE: &'static str = "Hoeiland-Joergensen, McKenney, Taht, Gettys & Dumazet, RFC 8290 (2018)";
+    const DOC: &'static [(&'static str, &'static str)] = FqCodelParams::DOC;
+    type Algo<P: QPacket> = Box<FqCodel<P>>;
+    fn check(&self) -> Result<(), String> {
+        FqCodelParams::validate(self)
+    }
+    fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
+        Box::new(FqCodel::new(self, limit))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

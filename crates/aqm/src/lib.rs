@@ -32,6 +32,7 @@ pub use spec::{AnyAqm, AqmSpec, Qdisc};
 pub use time::{Duration, Time};
 pub use units::{Bytes, QueueLimit, Rate};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 /// Why a packet was dropped or marked.
@@ -139,6 +140,53 @@ pub trait Aqm<P: QPacket> {
     fn on_timer(&mut self, _ctx: &mut Ctx<'_>) {}
     fn probe(&self) -> Probe {
         Probe::default()
+    }
+}
+
+/// What the registry needs from an AQM's file, implemented on its parameters (plain
+/// serde data with `deny_unknown_fields` and defaults from the algorithm's source).
+pub trait AqmParams: Clone + std::fmt::Debug + PartialEq + Default + Serialize + DeserializeOwned {
+    /// One-line description for `aqmlab list`.
+    const TITLE: &'static str;
+    /// The primary source, by authors and title (or RFC).
+    const SOURCE: &'static str;
+    /// One line per parameter: what it is and where its default comes from.
+    const DOC: &'static [(&'static str, &'static str)];
+    /// The state machine these parameters build.
+    type Algo<P: QPacket>: Aqm<P>;
+    /// Checks that cannot be expressed in types; the message starts with the field name.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Fill in what parsing leaves implied (Adaptive RED with sliding thresholds turns
+    /// them on when the table does not give them).
+    fn complete(&mut self) {}
+    fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P>;
+}
+
+/// A boxed AQM is an AQM (large state machines are boxed to keep [`AnyAqm`] small).
+impl<P: QPacket, A: Aqm<P> + ?Sized> Aqm<P> for Box<A> {
+    #[inline]
+    fn enqueue(&mut self, pkt: P, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit {
+        (**self).enqueue(pkt, ctx, drops)
+    }
+    #[inline]
+    fn dequeue(&mut self, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Option<Departure<P>> {
+        (**self).dequeue(ctx, drops)
+    }
+    #[inline]
+    fn backlog(&self) -> Backlog {
+        (**self).backlog()
+    }
+    #[inline]
+    fn next_timer(&self) -> Option<Time> {
+        (**self).next_timer()
+    }
+    fn on_timer(&mut self, ctx: &mut Ctx<'_>) {
+        (**self).on_timer(ctx)
+    }
+    fn probe(&self) -> Probe {
+        (**self).probe()
     }
 }
 

@@ -123,6 +123,20 @@ impl<P: QPacket> Aqm<P> for MadPie<P> {
     }
 }
 
+
+impl crate::AqmParams for MadPieParams {
+    const TITLE: &'static str = "PIE plus at most one deterministic drop per update while the delay estimate exceeds tau_DD";
+    const SOURCE: &'static str = "Kuhn & Ros, \"Improving PIE's performance over high-delay paths\", §II";
+    const DOC: &'static [(&'static str, &'static str)] = MadPieParams::DOC;
+    type Algo<P: QPacket> = MadPie<P>;
+    fn check(&self) -> Result<(), String> {
+        MadPieParams::validate(self)
+    }
+    fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
+        MadPie::new(self, limit)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -464,6 +464,20 @@ impl<P: QPacket> Aqm<P> for Pie<P> {
     }
 }
 
+
+impl crate::AqmParams for PieParams {
+    const TITLE: &'static str = "Proportional Integral controller Enhanced";
+    const SOURCE: &'static str = "Pan et al., RFC 8033 (2017)";
+    const DOC: &'static [(&'static str, &'static str)] = PieParams::DOC;
+    type Algo<P: QPacket> = Pie<P>;
+    fn check(&self) -> Result<(), String> {
+        PieParams::validate(self)
+    }
+    fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
+        Pie::new(self, limit)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

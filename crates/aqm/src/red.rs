@@ -426,6 +426,20 @@ impl<P: QPacket> Aqm<P> for Red<P> {
     }
 }
 
+
+impl crate::AqmParams for RedParams {
+    const TITLE: &'static str = "Random Early Detection";
+    const SOURCE: &'static str = "Floyd & Jacobson, IEEE/ACM Trans. Networking 1(4), 1993";
+    const DOC: &'static [(&'static str, &'static str)] = RedParams::DOC;
+    type Algo<P: QPacket> = Red<P>;
+    fn check(&self) -> Result<(), String> {
+        RedParams::validate(self)
+    }
+    fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
+        Red::new(self, limit)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

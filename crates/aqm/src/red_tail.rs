@@ -306,6 +306,20 @@ impl<P: QPacket> Aqm<P> for RedTail<P> {
     }
 }
 
+
+impl crate::AqmParams for RedTailParams {
+    const TITLE: &'static str = "RED+Tail: drop-tail and Adaptive RED virtual queues sharing one buffer";
+    const SOURCE: &'static str = "Jou, Tan & Baras, \"A Parallel Virtual Queue Structure for AQM\", CSHCN TR 2003-18, §III";
+    const DOC: &'static [(&'static str, &'static str)] = RedTailParams::DOC;
+    type Algo<P: QPacket> = RedTail<P>;
+    fn check(&self) -> Result<(), String> {
+        RedTailParams::validate(self)
+    }
+    fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
+        RedTail::new(self, limit)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

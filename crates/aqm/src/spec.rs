@@ -1,45 +1,20 @@
-//! The registry of built-in AQMs: [`AqmSpec`] (which algorithm, with which
-//! parameters; the scenario schema) and [`AnyAqm`] (a closed enum that runs it).
+//! The registry of built-in AQMs: the one list below ([`registry!`]) generates
+//! [`AqmSpec`] (which algorithm, with which parameters: the scenario schema), [`AnyAqm`]
+//! (a closed enum that runs it, dispatched by `match`) and [`AqmSpec::KINDS`] (names,
+//! sources and parameter docs for `aqmlab list` and the docs).
 //!
-//! Adding an AQM: one file with its params and state machine, one variant in each
-//! enum below, one line in [`AqmSpec::KINDS`] and in [`AqmSpec::from_kind`].
+//! Adding an AQM: its own file with its parameters, its state machine and an
+//! [`AqmParams`] impl (title, source, parameter docs, validation, constructor), and
+//! one line in the list. Nothing in the simulator or the emulator changes.
 
 use serde::de::Deserializer;
 use serde::{Deserialize, Serialize};
 
-use crate::ared::{Ared, AredParams, SlidingParams};
-use crate::codel::{Codel, CodelParams};
-use crate::droptail::{DropTail, DropTailParams};
-use crate::fq_codel::{FqCodel, FqCodelParams};
-use crate::madpie::{MadPie, MadPieParams};
-use crate::pie::{Pie, PieParams};
-use crate::red::{Red, RedParams};
-use crate::red_tail::{RedTail, RedTailParams};
 use crate::queue::{Backlog, Limit};
 use crate::time::Time;
 use crate::{Admit, Aqm, Ctx, Departure, Dropped, Probe, QPacket, Stats};
-
-/// An AQM and its parameters, as a scenario names it: `{ kind = "pie", target = "20ms" }`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum AqmSpec {
-    Droptail(DropTailParams),
-    Pie(PieParams),
-    Madpie(MadPieParams),
-    Red(RedParams),
-    Ared(AredParams),
-    /// Adaptive RED with `sliding` on by default.
-    AredSliding(AredParams),
-    Codel(CodelParams),
-    FqCodel(FqCodelParams),
-    RedTail(RedTailParams),
-}
-
-impl Default for AqmSpec {
-    fn default() -> Self {
-        AqmSpec::Droptail(DropTailParams::default())
-    }
-}
+// implemented by each AQM's file; kept in lib.rs beside `Aqm`
+pub use crate::AqmParams;
 
 /// Name, one-line description, source, and the parameter documentation of each kind.
 pub struct KindInfo {
@@ -49,195 +24,109 @@ pub struct KindInfo {
     pub params: &'static [(&'static str, &'static str)],
 }
 
-impl AqmSpec {
-    pub const KINDS: &'static [KindInfo] = &[
-        KindInfo {
-            kind: "droptail",
-            title: "FIFO that drops arrivals when the buffer is full",
-            source: "the classic router queue",
-            params: DropTailParams::DOC,
-        },
-        KindInfo {
-            kind: "pie",
-            title: "Proportional Integral controller Enhanced",
-            source: "Pan et al., RFC 8033 (2017)",
-            params: PieParams::DOC,
-        },
-        KindInfo {
-            kind: "madpie",
-            title: "PIE plus at most one deterministic drop per update while the delay estimate exceeds tau_DD",
-            source: "Kuhn & Ros, \"Improving PIE's performance over high-delay paths\", §II",
-            params: MadPieParams::DOC,
-        },
-        KindInfo {
-            kind: "red",
-            title: "Random Early Detection",
-            source: "Floyd & Jacobson, IEEE/ACM Trans. Networking 1(4), 1993",
-            params: RedParams::DOC,
-        },
-        KindInfo {
-            kind: "ared",
-            title: "Adaptive RED: max_p adapted toward a target queue, automatic parameters",
-            source: "Floyd, Gummadi & Shenker, \"Adaptive RED\", ICIR technical report, 2001",
-            params: AredParams::DOC,
-        },
-        KindInfo {
-            kind: "ared_sliding",
-            title: "Adaptive RED with sliding thresholds holding the drop probability in (P_L, P_U)",
-            source: "Jou, Tan & Baras, \"A Parallel Virtual Queue Structure for AQM\", CSHCN TR 2003-18, §V",
-            params: AredParams::DOC,
-        },
-        KindInfo {
-            kind: "codel",
-            title: "Controlled Delay: drop at dequeue on the interval/sqrt(count) schedule",
-            source: "Nichols, Jacobson, McGregor & Iyengar, RFC 8289 (2018)",
-            params: CodelParams::DOC,
-        },
-        KindInfo {
-            kind: "fq_codel",
-            title: "Flow Queue CoDel: DRR over hashed flow queues, CoDel in each",
-            source: "Hoeiland-Joergensen, McKenney, Taht, Gettys & Dumazet, RFC 8290 (2018)",
-            params: FqCodelParams::DOC,
-        },
-        KindInfo {
-            kind: "red_tail",
-            title: "RED+Tail: drop-tail and Adaptive RED virtual queues sharing one buffer",
-            source: "Jou, Tan & Baras, \"A Parallel Virtual Queue Structure for AQM\", CSHCN TR 2003-18, §III",
-            params: RedTailParams::DOC,
-        },
-    ];
-
-    pub fn kind(&self) -> &'static str {
-        match self {
-            AqmSpec::Droptail(_) => "droptail",
-            AqmSpec::Pie(_) => "pie",
-            AqmSpec::Madpie(_) => "madpie",
-            AqmSpec::Red(_) => "red",
-            AqmSpec::Ared(_) => "ared",
-            AqmSpec::AredSliding(_) => "ared_sliding",
-            AqmSpec::Codel(_) => "codel",
-            AqmSpec::FqCodel(_) => "fq_codel",
-            AqmSpec::RedTail(_) => "red_tail",
+macro_rules! registry {
+    ($($name:literal => $variant:ident($params:ty),)*) => {
+        /// An AQM and its parameters, as a scenario names it: `{ kind = "pie", target = "20ms" }`.
+        #[derive(Clone, Debug, PartialEq, Serialize)]
+        #[serde(tag = "kind")]
+        pub enum AqmSpec {
+            $( #[serde(rename = $name)] $variant($params), )*
         }
-    }
 
-    /// The default parameters of `kind`.
-    pub fn default_for(kind: &str) -> Option<AqmSpec> {
-        Some(match kind {
-            "droptail" => AqmSpec::Droptail(DropTailParams::default()),
-            "pie" => AqmSpec::Pie(PieParams::default()),
-            "madpie" => AqmSpec::Madpie(MadPieParams::default()),
-            "red" => AqmSpec::Red(RedParams::default()),
-            "ared" => AqmSpec::Ared(AredParams::default()),
-            "ared_sliding" => AqmSpec::AredSliding(AredParams { sliding: Some(SlidingParams::default()), ..AredParams::default() }),
-            "codel" => AqmSpec::Codel(CodelParams::default()),
-            "fq_codel" => AqmSpec::FqCodel(FqCodelParams::default()),
-            "red_tail" => AqmSpec::RedTail(RedTailParams::default()),
-            _ => return None,
-        })
-    }
+        /// Every built-in AQM, dispatched by `match` (no trait objects on the hot path).
+        #[derive(Debug)]
+        pub enum AnyAqm<P: QPacket> {
+            $( $variant(<$params as AqmParams>::Algo<P>), )*
+        }
 
-    /// Deserialize the parameters of `kind` (the table without its `kind` key).
-    /// The caller extracts the tag, so that errors inside the parameters keep their
-    /// field names (serde's internally tagged enums lose them).
-    pub fn from_kind<'de, D: Deserializer<'de>>(kind: &str, params: D) -> Result<AqmSpec, D::Error> {
-        use serde::de::Error;
-        let spec = match kind {
-            "droptail" => AqmSpec::Droptail(DropTailParams::deserialize(params)?),
-            "pie" => AqmSpec::Pie(PieParams::deserialize(params)?),
-            "madpie" => AqmSpec::Madpie(MadPieParams::deserialize(params)?),
-            "red" => AqmSpec::Red(RedParams::deserialize(params)?),
-            "ared" => AqmSpec::Ared(AredParams::deserialize(params)?),
-            "ared_sliding" => {
-                let mut p = AredParams::deserialize(params)?;
-                p.sliding.get_or_insert_with(SlidingParams::default);
-                AqmSpec::AredSliding(p)
+        impl AqmSpec {
+            /// Every kind, in the registry's order.
+            pub const KINDS: &'static [KindInfo] = &[
+                $( KindInfo {
+                    kind: $name,
+                    title: <$params as AqmParams>::TITLE,
+                    source: <$params as AqmParams>::SOURCE,
+                    params: <$params as AqmParams>::DOC,
+                }, )*
+            ];
+
+            pub fn kind(&self) -> &'static str {
+                match self { $( AqmSpec::$variant(_) => $name, )* }
             }
-            "codel" => AqmSpec::Codel(CodelParams::deserialize(params)?),
-            "fq_codel" => AqmSpec::FqCodel(FqCodelParams::deserialize(params)?),
-            "red_tail" => AqmSpec::RedTail(RedTailParams::deserialize(params)?),
-            other => {
-                let kinds: Vec<&str> = Self::KINDS.iter().map(|k| k.kind).collect();
-                return Err(D::Error::custom(format!("unknown AQM kind \"{other}\", expected one of: {}", kinds.join(", "))));
+
+            /// The default parameters of `kind`.
+            pub fn default_for(kind: &str) -> Option<AqmSpec> {
+                match kind {
+                    $( $name => {
+                        let mut p = <$params>::default();
+                        p.complete();
+                        Some(AqmSpec::$variant(p))
+                    } )*
+                    _ => None,
+                }
             }
-        };
-        spec.validate().map_err(D::Error::custom)?;
-        Ok(spec)
-    }
 
-    /// Checks that cannot be expressed in types; the message starts with the field name.
-    pub fn validate(&self) -> Result<(), String> {
-        match self {
-            AqmSpec::Droptail(_) => Ok(()),
-            AqmSpec::Pie(p) => p.validate(),
-            AqmSpec::Madpie(p) => p.validate(),
-            AqmSpec::Red(p) => p.validate(),
-            AqmSpec::Ared(p) | AqmSpec::AredSliding(p) => p.validate(),
-            AqmSpec::Codel(p) => p.validate(),
-            AqmSpec::FqCodel(p) => p.validate(),
-            AqmSpec::RedTail(p) => p.validate(),
+            /// Deserialize the parameters of `kind` (the table without its `kind` key).
+            /// The caller extracts the tag, so that errors inside the parameters keep
+            /// their field names (serde's internally tagged enums lose them).
+            pub fn from_kind<'de, D: Deserializer<'de>>(kind: &str, params: D) -> Result<AqmSpec, D::Error> {
+                use serde::de::Error;
+                let spec = match kind {
+                    $( $name => {
+                        let mut p = <$params>::deserialize(params)?;
+                        p.complete();
+                        AqmSpec::$variant(p)
+                    } )*
+                    other => {
+                        let kinds: Vec<&str> = Self::KINDS.iter().map(|k| k.kind).collect();
+                        return Err(D::Error::custom(format!("unknown AQM kind \"{other}\", expected one of: {}", kinds.join(", "))));
+                    }
+                };
+                spec.validate().map_err(D::Error::custom)?;
+                Ok(spec)
+            }
+
+            /// Checks that cannot be expressed in types; the message starts with the field name.
+            pub fn validate(&self) -> Result<(), String> {
+                match self { $( AqmSpec::$variant(p) => p.check(), )* }
+            }
+
+            pub fn build<P: QPacket>(&self, limit: Limit) -> AnyAqm<P> {
+                match self { $( AqmSpec::$variant(p) => AnyAqm::$variant(p.build(limit)), )* }
+            }
         }
-    }
 
-    pub fn build<P: QPacket>(&self, limit: Limit) -> AnyAqm<P> {
-        match self {
-            AqmSpec::Droptail(p) => AnyAqm::Droptail(DropTail::new(p, limit)),
-            AqmSpec::Pie(p) => AnyAqm::Pie(Pie::new(p, limit)),
-            AqmSpec::Madpie(p) => AnyAqm::Madpie(MadPie::new(p, limit)),
-            AqmSpec::Red(p) => AnyAqm::Red(Red::new(p, limit)),
-            AqmSpec::Ared(p) => AnyAqm::Ared(Ared::new(p, limit)),
-            AqmSpec::AredSliding(p) => AnyAqm::AredSliding(Ared::new(p, limit)),
-            AqmSpec::Codel(p) => AnyAqm::Codel(Codel::new(p, limit)),
-            AqmSpec::FqCodel(p) => AnyAqm::FqCodel(Box::new(FqCodel::new(p, limit))),
-            AqmSpec::RedTail(p) => AnyAqm::RedTail(RedTail::new(p, limit)),
+        impl<P: QPacket> AnyAqm<P> {
+            /// The scenario name of this AQM.
+            pub fn kind(&self) -> &'static str {
+                match self { $( AnyAqm::$variant(_) => $name, )* }
+            }
         }
-    }
-}
 
-/// Every built-in AQM, dispatched by `match` (no trait objects on the hot path).
-#[derive(Debug)]
-pub enum AnyAqm<P> {
-    Droptail(DropTail<P>),
-    Pie(Pie<P>),
-    Madpie(MadPie<P>),
-    Red(Red<P>),
-    Ared(Ared<P>),
-    AredSliding(Ared<P>),
-    Codel(Codel<P>),
-    FqCodel(Box<FqCodel<P>>),
-    RedTail(RedTail<P>),
-}
-
-macro_rules! dispatch {
-    ($self:expr, $a:ident => $body:expr) => {
-        match $self {
-            AnyAqm::Droptail($a) => $body,
-            AnyAqm::Pie($a) => $body,
-            AnyAqm::Madpie($a) => $body,
-            AnyAqm::Red($a) => $body,
-            AnyAqm::Ared($a) => $body,
-            AnyAqm::AredSliding($a) => $body,
-            AnyAqm::Codel($a) => $body,
-            AnyAqm::FqCodel($a) => $body,
-            AnyAqm::RedTail($a) => $body,
+        macro_rules! dispatch {
+            ($self_:expr, $a:ident => $body:expr) => {
+                match $self_ { $( AnyAqm::$variant($a) => $body, )* }
+            };
         }
     };
 }
 
-impl<P> AnyAqm<P> {
-    /// The scenario name of this AQM.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            AnyAqm::Droptail(_) => "droptail",
-            AnyAqm::Pie(_) => "pie",
-            AnyAqm::Madpie(_) => "madpie",
-            AnyAqm::Red(_) => "red",
-            AnyAqm::Ared(_) => "ared",
-            AnyAqm::AredSliding(_) => "ared_sliding",
-            AnyAqm::Codel(_) => "codel",
-            AnyAqm::FqCodel(_) => "fq_codel",
-            AnyAqm::RedTail(_) => "red_tail",
-        }
+// The built-in AQMs: kind => variant(parameters). One line each.
+registry! {
+    "droptail" => Droptail(crate::droptail::DropTailParams),
+    "pie" => Pie(crate::pie::PieParams),
+    "madpie" => Madpie(crate::madpie::MadPieParams),
+    "red" => Red(crate::red::RedParams),
+    "ared" => Ared(crate::ared::AredParams),
+    "ared_sliding" => AredSliding(crate::ared::AredSlidingParams),
+    "codel" => Codel(crate::codel::CodelParams),
+    "fq_codel" => FqCodel(crate::fq_codel::FqCodelParams),
+    "red_tail" => RedTail(crate::red_tail::RedTailParams),
+}
+
+impl Default for AqmSpec {
+    fn default() -> Self {
+        AqmSpec::Droptail(Default::default())
     }
 }
 
@@ -269,7 +158,7 @@ impl<P: QPacket> Aqm<P> for AnyAqm<P> {
 /// An AQM with its counters: what a link holds. Counting happens here, once, for
 /// every algorithm, from the verdicts and drop lists the algorithm returns.
 #[derive(Debug)]
-pub struct Qdisc<P> {
+pub struct Qdisc<P: QPacket> {
     pub aqm: AnyAqm<P>,
     pub stats: Stats,
     /// The queue's backlog, followed here from the same verdicts, drop lists and
@@ -414,12 +303,12 @@ mod tests {
     fn ared_sliding_turns_sliding_on() {
         let spec = AqmSpec::from_kind("ared_sliding", serde_json::json!({"max_p": 0.2})).unwrap();
         match spec {
-            AqmSpec::AredSliding(p) => assert_eq!(p.sliding, Some(SlidingParams::default())),
+            AqmSpec::AredSliding(p) => assert_eq!(p.0.sliding, Some(crate::ared::SlidingParams::default())),
             other => panic!("{other:?}"),
         }
         let spec = AqmSpec::from_kind("ared_sliding", serde_json::json!({"sliding": {"gamma": 0.1}})).unwrap();
         match spec {
-            AqmSpec::AredSliding(p) => assert_eq!(p.sliding.unwrap().gamma, 0.1),
+            AqmSpec::AredSliding(p) => assert_eq!(p.0.sliding.unwrap().gamma, 0.1),
             other => panic!("{other:?}"),
         }
     }

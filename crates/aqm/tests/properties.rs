@@ -82,14 +82,14 @@ fn aggressive_specs() -> Vec<AqmSpec> {
     v.push(AqmSpec::Ared(hot_ared.clone()));
     v.push(AqmSpec::Ared(AredParams { ecn: true, ignore_ce_in_measure: true, min_th: None, max_th: None, target_delay: Duration::from_millis(1), ..hot_ared.clone() }));
     let hot_sliding = SlidingParams { gamma: 0.5, p_low: 0.2, p_high: 0.3, p_weight: Some(0.5) };
-    v.push(AqmSpec::AredSliding(AredParams { sliding: Some(hot_sliding.clone()), ..hot_ared.clone() }));
-    v.push(AqmSpec::AredSliding(AredParams {
+    v.push(AqmSpec::AredSliding(aqm::ared::AredSlidingParams(AredParams { sliding: Some(hot_sliding.clone()), ..hot_ared.clone() })));
+    v.push(AqmSpec::AredSliding(aqm::ared::AredSlidingParams(AredParams {
         sliding: Some(hot_sliding.clone()),
         min_th: Some(QueueLimit::Bytes(1500)),
         max_th: Some(QueueLimit::Bytes(6000)),
         ecn: true,
         ..hot_ared.clone()
-    }));
+    })));
     let hot_codel = CodelParams { target: Duration::from_micros(500), interval: Duration::from_millis(5), ..CodelParams::default() };
     v.push(AqmSpec::Codel(hot_codel.clone()));
     v.push(AqmSpec::Codel(CodelParams { ecn: true, ignore_ce_in_measure: true, ..hot_codel }));

@@ -60,15 +60,11 @@ pub struct Plan {
     pub flows: Vec<FlowPlan>,
 }
 
-/// The Linux module that runs a scenario's congestion control: `newreno` is Linux's
-/// `reno` (NewReno's window; Linux recovers with SACK or RFC 6582 NewReno).
-pub fn kernel_cc(cc: aqmsim::tcp::CcKind) -> &'static str {
-    use aqmsim::tcp::CcKind::*;
-    match cc {
-        Cubic => "cubic",
-        Newreno | Reno => "reno",
-        Bbr => "bbr",
-    }
+/// The Linux module that runs a scenario's congestion control (its registry entry's
+/// `LINUX`: `newreno` is Linux's `reno`, NewReno's window; Linux recovers with SACK
+/// or RFC 6582 NewReno).
+pub fn kernel_cc(cc: &aqmsim::tcp::CcSpec) -> Result<&'static str, String> {
+    cc.linux().ok_or_else(|| format!("\"{}\" has no Linux module: `aqmlab emulate` cannot run it", cc.kind()))
 }
 
 /// The plan of `sc`.
@@ -83,7 +79,7 @@ pub fn plan(sc: &Scenario) -> Result<Plan, ScenarioError> {
                 TrafficSpec::Bulk(_) => App::Bulk,
                 TrafficSpec::Cbr(c) => App::Cbr { rate_bps: c.rate.bps(), packet_size: c.packet_size.0 as u32 },
                 TrafficSpec::Transfer(t) => App::Downloads { sizes: vec![t.size.0], thinks_ns: vec![], persistent: false },
-                TrafficSpec::Files(d) | TrafficSpec::Web(d) => {
+                TrafficSpec::Files(aqmsim::endpoint::downloads::FilesSpec(d)) | TrafficSpec::Web(aqmsim::endpoint::downloads::WebSpec(d)) => {
                     // the simulator's client draws a size at each request and a think
                     // time at each completion, alternately, from this stream
                     // (`aqmsim::traffic::Downloads`)
@@ -101,7 +97,10 @@ pub fn plan(sc: &Scenario) -> Result<Plan, ScenarioError> {
             };
             let (cc, ecn) = match (&g.traffic, g.traffic.tcp()) {
                 (TrafficSpec::Cbr(c), _) => (None, c.ecn),
-                (_, Some(tcp)) => (Some(kernel_cc(tcp.cc)), tcp.ecn),
+                (_, Some(tcp)) => {
+                    let cc = kernel_cc(&tcp.cc).map_err(|m| ScenarioError { path: format!("flows[{gi}].tcp.cc"), message: m })?;
+                    (Some(cc), tcp.ecn)
+                }
                 (_, None) => (None, false),
             };
             flows.push(FlowPlan {
@@ -179,7 +178,7 @@ mod tests {
         assert!(!persistent);
         let mut r = rng::stream(7, "group.files.flow.0");
         let d = match &sc.flows[2].traffic {
-            TrafficSpec::Files(d) => d.clone(),
+            TrafficSpec::Files(aqmsim::endpoint::downloads::FilesSpec(d)) => d.clone(),
             _ => unreachable!(),
         };
         assert_eq!(sizes[0], d.sizes.sample(&mut r));

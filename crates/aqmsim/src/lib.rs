@@ -13,9 +13,11 @@
 pub mod budget;
 pub mod builtin;
 pub mod dist;
+pub mod endpoint;
+pub mod engine;
 pub mod event;
 pub mod hist;
-pub mod link;
+pub mod net;
 pub mod overrides;
 pub mod packet;
 pub mod record;
@@ -23,7 +25,6 @@ pub mod rng;
 pub mod scenario;
 pub mod sim;
 pub mod tcp;
-pub mod traffic;
 
 pub use aqm;
 pub use record::RunOutput;

@@ -2,6 +2,7 @@
 //! and flow samples, and one row per flow at the end. Plain `Vec` columns, appended
 //! to on the hot path and handed to Python (or any Arrow writer) as they are.
 
+use aqm::{Duration, Time};
 use serde::Serialize;
 
 use crate::hist::LogHist;
@@ -200,29 +201,11 @@ pub struct FlowTable {
     pub receiver_returns: Vec<u32>,
 }
 
-/// Streaming histograms kept in every run, whatever `record.packets` says: the
-/// queueing-delay distributions of the headline figures in fixed memory (see
-/// [`crate::hist`] for the layout and its error bound of 0.39 %).
-#[derive(Debug, Default)]
-pub struct Histograms {
-    /// Sojourn time (ns) of every packet dequeued from the bottleneck at or after
-    /// `metrics.warmup`, as the `dequeue` rows of `packets.parquet`.
-    pub bottleneck_sojourn: LogHist,
-    /// The same per flow group.
-    pub bottleneck_sojourn_by_group: Vec<LogHist>,
-    /// The reverse bottleneck's (ACKs) from `metrics.warmup` on.
-    pub bottleneck_rev_sojourn: LogHist,
-    /// The queueing delay when a bottleneck drop happened, by cause (index with
-    /// [`aqm::Cause::index`]): the backlog after the drop over the link rate, ns
-    /// (Kuhn & Ros Fig. 4); every drop of the run.
-    pub drop_delay: [LogHist; 3],
-}
-
 /// One histogram's identity and exact moments, for `meta["histograms"]`.
 #[derive(Debug, Clone, Serialize)]
 pub struct HistInfo {
-    /// "bottleneck.sojourn", "bottleneck.sojourn.<group>", "bottleneck_rev.sojourn",
-    /// "bottleneck.drop_delay.<cause>".
+    /// "LINK.sojourn", "LINK.sojourn.GROUP", "LINK.drop_delay.CAUSE" (the dumbbell's
+    /// links are "bottleneck" and "bottleneck_rev").
     pub name: String,
     pub count: u64,
     /// Sum of the values (ns), as a float (exact below 2^53 ns).
@@ -242,27 +225,202 @@ pub struct HistTable {
     pub count: Vec<u64>,
 }
 
-impl Histograms {
-    /// Flatten into named moments and bucket rows.
-    pub fn table(&self, group_names: &[String]) -> (Vec<HistInfo>, HistTable) {
-        let mut named: Vec<(String, &LogHist)> = vec![("bottleneck.sojourn".into(), &self.bottleneck_sojourn)];
-        for (g, h) in group_names.iter().zip(&self.bottleneck_sojourn_by_group) {
-            named.push((format!("bottleneck.sojourn.{g}"), h));
+/// Which links get streaming histograms: the queueing-delay distributions of the
+/// headline figures in fixed memory (see [`crate::hist`] for the layout and its
+/// error bound of 0.39 %), kept in every run whatever `record.packets` says.
+#[derive(Clone, Debug)]
+pub struct Monitor {
+    pub link: u16,
+    /// The link's name in the histograms' names.
+    pub name: String,
+    /// Also one sojourn histogram per flow group (kept with two groups or more;
+    /// with one, the group's is the whole one).
+    pub by_group: bool,
+    /// The queueing delay when a drop happened, by cause: the backlog after the
+    /// drop over the link rate (Kuhn & Ros Fig. 4); every drop of the run.
+    pub drop_delay: bool,
+}
+
+/// Everything a run records, written to by the network and the endpoints as the
+/// run goes: the columnar tables, the streaming histograms, the per-flow counters
+/// and packet conservation.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    pub packets: PacketLog,
+    pub link_series: LinkSeries,
+    pub flow_series: FlowSeries,
+    pub flow_trace: FlowTrace,
+    pub transfers: TransferLog,
+    pub datagrams: DatagramLog,
+    /// One row per UDP datagram received (`record.datagrams`).
+    pub record_datagrams: bool,
+    pub cons: Conservation,
+    /// Per flow: forward packets (data, SYN, datagrams) dropped anywhere, ACKs
+    /// dropped, CE marks.
+    pub flow_drops: Vec<u64>,
+    pub flow_ack_drops: Vec<u64>,
+    pub flow_marks: Vec<u64>,
+    /// Per link: its index in the packet log, if its packet events are recorded.
+    log: Vec<Option<u8>>,
+    /// Per link: its sojourn histogram, the first of its per-group ones, the first
+    /// of its three drop-delay ones (indices into `hists`).
+    sojourn: Vec<Option<u16>>,
+    by_group: Vec<Option<u16>>,
+    drop_delay: Vec<Option<u16>>,
+    groups: usize,
+    flow_group: Vec<u16>,
+    hists: Vec<(String, LogHist)>,
+    /// Departures from this time on go into the sojourn histograms (`metrics.warmup`).
+    hist_from: Time,
+    end: Time,
+}
+
+/// A queue's own delay estimate for the packet log (-1: it keeps none).
+#[inline]
+fn probe_delay<P: aqm::QPacket>(q: &aqm::Qdisc<P>) -> i64 {
+    q.probe().delay_estimate.map_or(-1, |d| d.as_nanos() as i64)
+}
+
+impl Recorder {
+    /// A recorder for `nlinks` links, the flows' groups, the links whose packet
+    /// events are logged (in log order) and the monitored ones (in histogram order).
+    pub fn new(nlinks: usize, flow_group: Vec<u16>, groups: &[String], logged: &[u16], monitors: &[Monitor], hist_from: Time, end: Time) -> Recorder {
+        let nflows = flow_group.len();
+        let mut r = Recorder {
+            flow_drops: vec![0; nflows],
+            flow_ack_drops: vec![0; nflows],
+            flow_marks: vec![0; nflows],
+            log: vec![None; nlinks],
+            sojourn: vec![None; nlinks],
+            by_group: vec![None; nlinks],
+            drop_delay: vec![None; nlinks],
+            groups: groups.len(),
+            flow_group,
+            hist_from,
+            end,
+            ..Default::default()
+        };
+        for (i, &l) in logged.iter().enumerate() {
+            r.log[l as usize] = Some(i as u8);
         }
-        named.push(("bottleneck_rev.sojourn".into(), &self.bottleneck_rev_sojourn));
-        for c in aqm::Cause::ALL {
-            named.push((format!("bottleneck.drop_delay.{}", c.name()), &self.drop_delay[c.index()]));
+        for m in monitors {
+            r.sojourn[m.link as usize] = Some(r.hists.len() as u16);
+            r.hists.push((format!("{}.sojourn", m.name), LogHist::default()));
+            if m.by_group {
+                r.by_group[m.link as usize] = Some(r.hists.len() as u16);
+                for g in groups {
+                    r.hists.push((format!("{}.sojourn.{g}", m.name), LogHist::default()));
+                }
+            }
+        }
+        for m in monitors.iter().filter(|m| m.drop_delay) {
+            r.drop_delay[m.link as usize] = Some(r.hists.len() as u16);
+            for c in aqm::Cause::ALL {
+                r.hists.push((format!("{}.drop_delay.{}", m.name, c.name()), LogHist::default()));
+            }
+        }
+        r
+    }
+
+    /// Is link `l`'s packet log on?
+    pub fn logs(&self, l: u16) -> bool {
+        self.log[l as usize].is_some()
+    }
+
+    /// A departure's time in a monitored queue, into its sojourn histograms. With
+    /// one flow group the group's histogram is the whole one: it is copied at the
+    /// end ([`Recorder::histograms`]) instead of kept twice.
+    #[inline]
+    fn sojourn(&mut self, l: u16, flow: u32, soj: u64) {
+        if let Some(h) = self.sojourn[l as usize] {
+            self.hists[h as usize].1.record(soj);
+            if let (Some(g0), true) = (self.by_group[l as usize], self.groups > 1) {
+                let g = self.flow_group[flow as usize] as usize;
+                self.hists[g0 as usize + g].1.record(soj);
+            }
+        }
+    }
+
+    /// A packet admitted into link `l`'s queue at `t`: `p` is (flow, uid, kind, size).
+    #[inline]
+    pub fn enqueued<P: aqm::QPacket>(&mut self, l: u16, t: Time, p: (u32, u64, u8, u32), q: &aqm::Qdisc<P>, marked: Option<aqm::Cause>) {
+        let (flow, uid, kind, size) = p;
+        if let Some(log) = self.log[l as usize] {
+            let backlog = q.backlog().bytes;
+            self.packets.push(t.as_nanos(), log, flow, uid, kind, size, EV_ENQUEUE, 0, -1, backlog, -1);
+            if let Some(c) = marked {
+                self.packets.push(t.as_nanos(), log, flow, uid, kind, size, EV_MARK, c as u8 + 1, -1, backlog, probe_delay(q));
+            }
+        }
+        if marked.is_some() {
+            self.flow_marks[flow as usize] += 1;
+        }
+    }
+
+    /// A packet handed to link `l`'s transmitter at `t` after `sojourn` in its queue.
+    #[inline]
+    pub fn dequeued<P: aqm::QPacket>(&mut self, l: u16, t: Time, p: &crate::packet::Packet, sojourn: Duration, q: &aqm::Qdisc<P>, marked: Option<aqm::Cause>) {
+        if t >= self.hist_from {
+            self.sojourn(l, p.flow, sojourn.as_nanos());
+        }
+        if let Some(log) = self.log[l as usize] {
+            let backlog = q.backlog().bytes;
+            let (soj, kind) = (sojourn.as_nanos() as i64, p.kind as u8);
+            self.packets.push(t.as_nanos(), log, p.flow, p.uid, kind, p.size, EV_DEQUEUE, 0, soj, backlog, -1);
+            if let Some(c) = marked {
+                self.packets.push(t.as_nanos(), log, p.flow, p.uid, kind, p.size, EV_MARK, c as u8 + 1, soj, backlog, probe_delay(q));
+            }
+        }
+        if marked.is_some() {
+            self.flow_marks[p.flow as usize] += 1;
+        }
+    }
+
+    /// A packet booked through eager link `l`: its transmission starts at `start`
+    /// after `sojourn` in the queue.
+    #[inline]
+    pub fn booked(&mut self, l: u16, flow: u32, start: Time, sojourn: Duration) {
+        if self.sojourn[l as usize].is_some() && start >= self.hist_from && start <= self.end {
+            self.sojourn(l, flow, sojourn.as_nanos());
+        }
+    }
+
+    /// A packet dropped at link `l` at `t` for `cause` (after `sojourn` in the queue
+    /// if dropped from inside it), leaving `backlog` bytes queued on a link of
+    /// `rate_bps`; `q`, the queue, for the packet log's AQM estimate.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    pub fn dropped<P: aqm::QPacket>(&mut self, l: u16, t: Time, p: &crate::packet::Packet, cause: aqm::Cause, sojourn: Option<Duration>, backlog: u64, rate_bps: u64, q: Option<&aqm::Qdisc<P>>) {
+        self.cons.dropped += 1;
+        if let Some(h) = self.drop_delay[l as usize] {
+            let x = (backlog as u128 * 8_000_000_000 / rate_bps.max(1) as u128) as u64;
+            self.hists[h as usize + cause.index()].1.record(x);
+        }
+        if p.kind.is_forward() {
+            self.flow_drops[p.flow as usize] += 1;
+        } else {
+            self.flow_ack_drops[p.flow as usize] += 1;
+        }
+        if let Some(log) = self.log[l as usize] {
+            let soj = sojourn.map_or(-1, |s| s.as_nanos() as i64);
+            let d = q.map_or(-1, probe_delay);
+            self.packets.push(t.as_nanos(), log, p.flow, p.uid, p.kind as u8, p.size, EV_DROP, cause as u8 + 1, soj, backlog, d);
+        }
+    }
+
+    /// The histograms' names and moments, and their buckets.
+    pub fn histograms(&mut self) -> (Vec<HistInfo>, HistTable) {
+        if self.groups == 1 {
+            for l in 0..self.sojourn.len() {
+                if let (Some(h), Some(g)) = (self.sojourn[l], self.by_group[l]) {
+                    self.hists[g as usize].1 = self.hists[h as usize].1.clone();
+                }
+            }
         }
         let mut info = Vec::new();
         let mut t = HistTable::default();
-        for (i, (name, h)) in named.into_iter().enumerate() {
-            info.push(HistInfo {
-                name,
-                count: h.count,
-                sum_ns: h.sum as f64,
-                min_ns: (h.count > 0).then_some(h.min),
-                max_ns: (h.count > 0).then_some(h.max),
-            });
+        for (i, (name, h)) in self.hists.iter().enumerate() {
+            info.push(HistInfo { name: name.clone(), count: h.count, sum_ns: h.sum as f64, min_ns: (h.count > 0).then_some(h.min), max_ns: (h.count > 0).then_some(h.max) });
             for (b, c) in h.nonzero() {
                 let (lo, hi) = crate::hist::bounds(b);
                 t.hist.push(i as u16);

@@ -12,13 +12,18 @@ use std::fmt;
 
 use std::path::Path;
 
-use aqm::{AqmSpec, Bytes, Duration, QueueLimit, Rate};
+use aqm::{AqmSpec, Duration, QueueLimit, Rate};
 use serde::de::{self, DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 
-use crate::dist::{ParetoSize, SizeDist, TimeDist};
-use crate::link::LinkTrace;
-use crate::tcp::TcpConfig;
+use crate::dist::TimeDist;
+pub use crate::endpoint::downloads::Connection;
+pub use crate::endpoint::TrafficSpec;
+use crate::net::trace::LinkTrace;
+
+/// The most flows a scenario may have: the simulator's events carry a flow index
+/// in 28 bits (`sim.rs` checks that its packing agrees).
+pub const MAX_FLOWS: u64 = (1 << 28) - 1;
 
 /// A scenario error: the dotted path of the field and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +70,7 @@ fn join(prefix: &str, rest: &str) -> String {
 }
 
 /// Deserialize `v` as `T`, reporting errors with their path under `prefix`.
-fn de_at<T: DeserializeOwned>(prefix: &str, v: toml::Value) -> Result<T, ScenarioError> {
+pub(crate) fn de_at<T: DeserializeOwned>(prefix: &str, v: toml::Value) -> Result<T, ScenarioError> {
     serde_path_to_error::deserialize(v).map_err(|e| {
         let path = join(prefix, &e.path().to_string());
         err(path, clean_message(&e.inner().to_string()))
@@ -295,202 +300,6 @@ pub struct PathSpec {
     pub flow_delay: Option<TimeDist>,
 }
 
-/// Long-lived TCP transfers that always have data to send.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct BulkSpec {
-    #[serde(default)]
-    pub tcp: TcpConfig,
-}
-
-/// Constant-bit-rate UDP: one datagram of `packet_size` bytes every
-/// `packet_size * 8 / rate` seconds, exactly (Kuhn & Ros §IV-A: VoIP-like 87 kbps of
-/// 218-byte packets; Pan et al.: unresponsive 6 Mbps flows).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CbrSpec {
-    /// The sending rate, counting whole datagrams (IP + UDP headers included).
-    pub rate: Rate,
-    /// Bytes on the wire per datagram, headers included (Pan et al.'s lab: 1.5 KB).
-    #[serde(default = "mtu")]
-    pub packet_size: Bytes,
-    /// Send datagrams ECN-capable (ECT(0)); an AQM then marks them instead of dropping.
-    #[serde(default)]
-    pub ecn: bool,
-}
-
-fn mtu() -> Bytes {
-    Bytes(1500)
-}
-
-/// How repeated downloads use TCP connections.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Connection {
-    /// A new connection per download (its own handshake when `tcp.handshake` is on,
-    /// a fresh congestion window).
-    #[default]
-    New,
-    /// One connection per client, reused (HTTP/1.1 persistent connections): the
-    /// window carries over, subject to `tcp.slow_start_after_idle`.
-    Persistent,
-}
-
-/// Repeated downloads: a client asks for a file, receives it, thinks, asks again.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct DownloadSpec {
-    /// File sizes.
-    pub sizes: SizeDist,
-    /// Think time between the end of one download and the next request.
-    pub think: TimeDist,
-    pub connection: Connection,
-    pub tcp: TcpConfig,
-}
-
-/// `files`: Kuhn & Ros §IV-A's small-file downloads by default.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FilesIn {
-    #[serde(default = "files_sizes")]
-    sizes: SizeDist,
-    #[serde(default = "files_think")]
-    think: TimeDist,
-    #[serde(default)]
-    connection: Connection,
-    #[serde(default)]
-    tcp: TcpConfig,
-}
-
-/// Kuhn & Ros §IV-A: "files of S kB (S in {15; 44; 73; 102})".
-fn files_sizes() -> SizeDist {
-    SizeDist::Choice([15_000, 44_000, 73_000, 102_000].map(Bytes).to_vec())
-}
-/// Kuhn & Ros §IV-A: "an exponential law of mean 9.5 s".
-fn files_think() -> TimeDist {
-    TimeDist::Exponential(Duration::from_millis(9_500))
-}
-
-/// `web`: Jou, Tan & Baras §II's web clients by default.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WebIn {
-    #[serde(default = "web_sizes")]
-    sizes: SizeDist,
-    #[serde(default = "web_think")]
-    think: TimeDist,
-    #[serde(default = "persistent")]
-    connection: Connection,
-    #[serde(default)]
-    tcp: TcpConfig,
-}
-
-/// Jou, Tan & Baras §II: "a Pareto file size distribution with parameters
-/// (Kp = 2.3 Kbytes, alpha = 1.3) (mean 10 Kbytes)".
-fn web_sizes() -> SizeDist {
-    SizeDist::Pareto(ParetoSize { scale: Bytes(2_300), shape: 1.3, max: None })
-}
-/// Jou, Tan & Baras §II: "a think time of Exponential distribution with mean 50s".
-fn web_think() -> TimeDist {
-    TimeDist::Exponential(Duration::from_secs(50))
-}
-/// Jou, Tan & Baras §II: "running HTTP 1.1 protocol": persistent connections.
-fn persistent() -> Connection {
-    Connection::Persistent
-}
-
-impl From<FilesIn> for DownloadSpec {
-    fn from(f: FilesIn) -> Self {
-        DownloadSpec { sizes: f.sizes, think: f.think, connection: f.connection, tcp: f.tcp }
-    }
-}
-impl From<WebIn> for DownloadSpec {
-    fn from(f: WebIn) -> Self {
-        DownloadSpec { sizes: f.sizes, think: f.think, connection: f.connection, tcp: f.tcp }
-    }
-}
-
-/// One TCP transfer of `size` bytes per flow, starting at the group's start time
-/// (Popovsky §3: late-arriving connections of 3 KB to 18 MB).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TransferSpec {
-    pub size: Bytes,
-    #[serde(default)]
-    pub tcp: TcpConfig,
-}
-
-/// The traffic of a flow group, tagged by `kind`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum TrafficSpec {
-    Bulk(BulkSpec),
-    Cbr(CbrSpec),
-    Files(DownloadSpec),
-    Web(DownloadSpec),
-    Transfer(TransferSpec),
-}
-
-impl TrafficSpec {
-    pub const KINDS: &'static [&'static str] = &["bulk", "cbr", "files", "web", "transfer"];
-
-    pub fn kind(&self) -> &'static str {
-        match self {
-            TrafficSpec::Bulk(_) => "bulk",
-            TrafficSpec::Cbr(_) => "cbr",
-            TrafficSpec::Files(_) => "files",
-            TrafficSpec::Web(_) => "web",
-            TrafficSpec::Transfer(_) => "transfer",
-        }
-    }
-
-    fn parse(prefix: &str, kind: &str, rest: toml::Value) -> Result<TrafficSpec, ScenarioError> {
-        let spec = match kind {
-            "bulk" => TrafficSpec::Bulk(de_at(prefix, rest)?),
-            "cbr" => TrafficSpec::Cbr(de_at(prefix, rest)?),
-            "files" => TrafficSpec::Files(de_at::<FilesIn>(prefix, rest)?.into()),
-            "web" => TrafficSpec::Web(de_at::<WebIn>(prefix, rest)?.into()),
-            "transfer" => TrafficSpec::Transfer(de_at(prefix, rest)?),
-            other => {
-                return Err(err(
-                    format!("{prefix}.kind"),
-                    format!("unknown flow kind \"{other}\", expected one of: {}", Self::KINDS.join(", ")),
-                ))
-            }
-        };
-        if let Some(tcp) = spec.tcp() {
-            tcp.validate().map_err(|m| validation_error(&format!("{prefix}.tcp"), &m))?;
-        }
-        match &spec {
-            TrafficSpec::Cbr(c) => {
-                if c.rate.bps() == 0 {
-                    return Err(err(format!("{prefix}.rate"), "must be greater than zero"));
-                }
-                if c.packet_size.0 <= UDP_HEADER as u64 || c.packet_size.0 > 65_535 {
-                    return Err(err(format!("{prefix}.packet_size"), format!("must be between 29B and 65535B (28 bytes are IPv4 + UDP headers), got {}", c.packet_size)));
-                }
-            }
-            TrafficSpec::Files(d) | TrafficSpec::Web(d) => {
-                d.sizes.validate().map_err(|m| validation_error(&format!("{prefix}.sizes"), &m))?;
-            }
-            TrafficSpec::Transfer(t) if t.size.0 == 0 => return Err(err(format!("{prefix}.size"), "must be greater than zero")),
-            _ => {}
-        }
-        Ok(spec)
-    }
-
-    pub fn tcp(&self) -> Option<&TcpConfig> {
-        match self {
-            TrafficSpec::Bulk(b) => Some(&b.tcp),
-            TrafficSpec::Files(d) | TrafficSpec::Web(d) => Some(&d.tcp),
-            TrafficSpec::Transfer(t) => Some(&t.tcp),
-            TrafficSpec::Cbr(_) => None,
-        }
-    }
-}
-
-/// IPv4 (20 B) + UDP (8 B) headers of a CBR datagram.
-pub const UDP_HEADER: u32 = 28;
-
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FlowGroupSpec {
     #[serde(flatten)]
@@ -579,6 +388,35 @@ fn parse_aqm(path: &str, v: Option<toml::Value>) -> Result<AqmSpec, ScenarioErro
     }
 }
 
+/// The older form of CUBIC's parameters, `tcp.cubic = { ... }` beside `tcp.cc`, read
+/// into today's `tcp.cc = { kind = "cubic", ... }` (its values win over the same
+/// ones in `tcp.cc`, as an override of the old form should). Beside another
+/// congestion control it is an error, unless it holds CUBIC's defaults (as every
+/// `scenario.json` written by earlier versions does).
+fn legacy_cubic_table(path: &str, tcp: &mut toml::Table) -> Result<(), ScenarioError> {
+    let Some(legacy) = tcp.remove("cubic") else { return Ok(()) };
+    let toml::Value::Table(legacy) = legacy else {
+        return Err(err(format!("{path}.cubic"), format!("expected a table, got {}", legacy.type_str())));
+    };
+    let mut cc = match tcp.remove("cc") {
+        None => toml::Table::from_iter([("kind".to_string(), toml::Value::String("cubic".into()))]),
+        Some(toml::Value::String(k)) => toml::Table::from_iter([("kind".to_string(), toml::Value::String(k))]),
+        Some(toml::Value::Table(t)) => t,
+        Some(other) => return Err(err(format!("{path}.cc"), format!("expected a congestion control name or table, got {}", other.type_str()))),
+    };
+    let kind = cc.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
+    if kind == "cubic" {
+        cc.extend(legacy);
+    } else {
+        let given: crate::tcp::CubicParams = de_at(&format!("{path}.cubic"), toml::Value::Table(legacy))?;
+        if given != crate::tcp::CubicParams::default() {
+            return Err(err(format!("{path}.cubic"), format!("CUBIC's parameters, but this group's congestion control is \"{kind}\"")));
+        }
+    }
+    tcp.insert("cc".into(), toml::Value::Table(cc));
+    Ok(())
+}
+
 fn parse_group(path: &str, v: toml::Value) -> Result<FlowGroupSpec, ScenarioError> {
     let mut t = take_table(v, path)?;
     let kind = take_kind(&mut t, path, Some("bulk"))?;
@@ -604,8 +442,13 @@ fn parse_group(path: &str, v: toml::Value) -> Result<FlowGroupSpec, ScenarioErro
             let k = k.clone();
             tcp.insert("receiver".into(), toml::Value::Table(toml::Table::from_iter([("kind".to_string(), toml::Value::String(k))])));
         }
+        legacy_cubic_table(&format!("{path}.tcp"), tcp)?;
     }
     let traffic = TrafficSpec::parse(path, &kind, toml::Value::Table(t))?;
+    if let Some(tcp) = traffic.tcp() {
+        tcp.validate().map_err(|m| validation_error(&format!("{path}.tcp"), &m))?;
+    }
+    traffic.check().map_err(|m| validation_error(path, &m))?;
     Ok(FlowGroupSpec { common, traffic })
 }
 
@@ -726,9 +569,8 @@ impl Scenario {
             }
         }
         let nflows: u64 = self.flows.iter().map(|g| g.common.count as u64).sum();
-        // the simulator's events carry a flow index in 28 bits
-        if nflows > crate::sim::MAX_FLOWS {
-            return Err(err("flows", format!("{nflows} flows are too many (at most {})", crate::sim::MAX_FLOWS)));
+        if nflows > MAX_FLOWS {
+            return Err(err("flows", format!("{nflows} flows are too many (at most {MAX_FLOWS})")));
         }
         for (i, sel) in self.record.flow_trace.iter().enumerate() {
             match sel {

@@ -51,7 +51,7 @@ fn cases() -> Vec<Case> {
     out
 }
 
-/// (digest of the whole output, events).
+/// (digest of the whole output: results, then the resolved scenario; events).
 fn digest(c: &Case) -> (String, u64) {
     let text = std::fs::read_to_string(&c.file).unwrap();
     let sc = aqmsim::Scenario::from_toml_in(&text, &c.overrides, c.file.parent()).unwrap_or_else(|e| panic!("{}: {e}", c.label));
@@ -59,11 +59,12 @@ fn digest(c: &Case) -> (String, u64) {
     let events = out.events;
     out.wall_seconds = 0.0;
     out.events = 0;
+    let scenario = std::mem::take(&mut out.scenario_json);
     // Debug prints every float with enough digits to round-trip (and -0.0 apart
-    // from 0.0), so equal text is equal bits, NaN payloads aside.
-    let text = format!("{out:?}");
-    let h = Sha256::digest(text.as_bytes());
-    (h.iter().take(12).map(|b| format!("{b:02x}")).collect(), events)
+    // from 0.0), so equal text is equal bits, NaN payloads aside. The resolved
+    // scenario is hashed apart, so that a change of its written form alone shows.
+    let hex = |text: &str| Sha256::digest(text.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect::<String>();
+    (format!("{}/{}", hex(&format!("{out:?}")), hex(&scenario)), events)
 }
 
 #[test]
@@ -82,7 +83,7 @@ fn every_scenario_runs_as_pinned() {
     });
     let lines: Vec<String> = cases.iter().zip(&results).map(|(c, (d, ev))| format!("{}\t{d}\tevents={ev}", c.label)).collect();
     if std::env::var_os("AQMLAB_BLESS_DIGESTS").is_some() {
-        let mut text = String::from("# scenario, variant\tdigest of the whole run\tevents (for information)\n");
+        let mut text = String::from("# scenario, variant\tdigest of the run's results / of its resolved scenario\tevents (for information)\n");
         for l in &lines {
             text.push_str(l);
             text.push('\n');

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use aqmsim::aqm::{Duration, Rate, Time};
 use aqmsim::packet::{Kind, Packet};
 use aqmsim::tcp::sender::CaState;
-use aqmsim::tcp::CcKind;
+use aqmsim::tcp::CcSpec;
 use aqmsim::tcp::{TcpConfig, TcpReceiver, TcpSender};
 
 type LossFn = Box<dyn FnMut(u64, bool, Time) -> bool>;
@@ -199,7 +199,7 @@ fn several_losses_without_sack_take_one_rtt_each() {
 
 #[test]
 fn prr_reduces_the_window_to_ssthresh_by_the_end_of_recovery() {
-    let mut p = Pair::new(TcpConfig { cc: aqmsim::tcp::CcKind::Newreno, ..cfg() }, |seq, retx, _| seq == 200 && !retx);
+    let mut p = Pair::new(TcpConfig { cc: CcSpec::default_for("newreno").unwrap(), ..cfg() }, |seq, retx, _| seq == 200 && !retx);
     p.start(None);
     let mut saw_recovery = false;
     // steps of 100 us, shorter than the time between two ACKs: the window is read
@@ -285,7 +285,7 @@ fn a_lost_syn_is_retried_after_the_initial_rto() {
 
 #[test]
 fn ecn_marks_reduce_the_window_once_per_rtt_without_retransmissions() {
-    let c = TcpConfig { ecn: true, cc: aqmsim::tcp::CcKind::Newreno, ..cfg() };
+    let c = TcpConfig { ecn: true, cc: CcSpec::default_for("newreno").unwrap(), ..cfg() };
     let mut p = Pair::new(c, |_, _, _| false);
     // three marks in one window, then one more much later
     p.ce = vec![200, 203, 207, 600];
@@ -321,7 +321,7 @@ fn reno_without_sack_ends_recovery_on_the_first_new_ack_newreno_does_not() {
     // partial ACK within one recovery; Reno (RFC 5681 §3.2) leaves recovery on that
     // ACK and needs three more duplicate ACKs (a second recovery, a second halving).
     let dropped = [50u64, 53];
-    let run = |cc: CcKind| {
+    let run = |cc: CcSpec| {
         let c = TcpConfig { sack: false, cc, ..cfg() };
         let mut p = Pair::new(c, move |seq, retx, _| dropped.contains(&seq) && !retx);
         p.start(Some(400 * 1460));
@@ -331,13 +331,13 @@ fn reno_without_sack_ends_recovery_on_the_first_new_ack_newreno_does_not() {
         assert_eq!(p.snd.stats.retransmits, 2);
         p
     };
-    let newreno = run(CcKind::Newreno);
-    let reno = run(CcKind::Reno);
+    let newreno = run(CcSpec::default_for("newreno").unwrap());
+    let reno = run(CcSpec::default_for("reno").unwrap());
     assert_eq!(newreno.snd.stats.recoveries, 1);
     assert_eq!(reno.snd.stats.recoveries + reno.snd.stats.timeouts, 2, "a second episode for the second hole");
     assert!(reno.snd.w.ssthresh < newreno.snd.w.ssthresh, "two halvings: {} vs {}", reno.snd.w.ssthresh, newreno.snd.w.ssthresh);
     // with SACK, reno recovers as every controller does (RFC 6675): one episode
-    let c = TcpConfig { cc: CcKind::Reno, ..cfg() };
+    let c = TcpConfig { cc: CcSpec::default_for("reno").unwrap(), ..cfg() };
     let mut p = Pair::new(c, move |seq, retx, _| dropped.contains(&seq) && !retx);
     p.start(Some(400 * 1460));
     p.run(Time::from_secs(30));

@@ -451,7 +451,7 @@ fn a_palermo_receiver_reverts_to_drs_against_a_flooding_competitor_and_returns_a
 fn bbr_parses_for_emulation_but_the_simulator_refuses_it_naming_the_field() {
     // `cc = "bbr"` is Linux's BBR, run by `aqmlab emulate`; the simulator has no model
     let sc = builtin_scenario("madpie-proof", &["flows.0.tcp.cc=\"bbr\""]);
-    assert_eq!(sc.flows[0].traffic.tcp().unwrap().cc.name(), "bbr");
+    assert_eq!(sc.flows[0].traffic.tcp().unwrap().cc.kind(), "bbr");
     let e = aqmsim::run(&sc, &mut |_| true).err().expect("the simulator must refuse BBR").to_string();
     assert!(e.starts_with("flows[0].tcp.cc: \"bbr\"") && e.contains("simulator has no BBR"), "{e}");
     assert_eq!(e.lines().count(), 1);

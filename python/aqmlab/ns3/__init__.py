@@ -149,8 +149,9 @@ def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
 
         tcp = resolve("madpie-proof")["flows"][0]["tcp"]
         diffs = [d for d in diffs if "TCP" not in d and "CUBIC" not in d]
-    if tcp["cc"] not in ("cubic", "newreno"):
-        raise NotTranslatable(f"flows[].tcp.cc: \"{tcp['cc']}\"")
+    cc = tcp["cc"]["kind"]
+    if cc not in ("cubic", "newreno"):
+        raise NotTranslatable(f"flows[].tcp.cc: \"{cc}\"")
     if tcp["receiver"]["kind"] not in ("drs", "fixed") or tcp.get("receive_window"):
         raise NotTranslatable("flows[].tcp.receiver: only a receiver that does not limit the window translates")
     if not tcp["handshake"] and any(g["kind"] == "bulk" for g in sc["flows"]):
@@ -177,7 +178,7 @@ def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
         "buffer": _buffer(sc, b["buffer"]),
         "access_buffer": _buffer(sc, a["buffer"]),
         "duration": metrics._ns(sc["duration"]) / 1e9,
-        "cc": tcp["cc"],
+        "cc": cc,
         "iw": tcp["initial_window"],
         "mss": int(tcp["mss"].rstrip("B")),
         "sack": str(tcp["sack"]).lower(),

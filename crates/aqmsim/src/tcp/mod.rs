@@ -15,7 +15,7 @@ pub mod sender;
 use aqm::{Bytes, Duration};
 use serde::{Deserialize, Serialize};
 
-pub use cc::{CcKind, CubicParams};
+pub use cc::{CcSpec, CubicParams};
 pub use palermo::PalermoParams;
 pub use receiver::TcpReceiver;
 pub use rtt::RtoStyle;
@@ -26,9 +26,11 @@ pub use sender::TcpSender;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TcpConfig {
-    /// Congestion control: "cubic", "newreno", "reno", or "bbr" (Linux's BBR, for
-    /// `aqmlab emulate` only; the simulator refuses it).
-    pub cc: CcKind,
+    /// Congestion control and its parameters: a name (`"cubic"`, `"newreno"`,
+    /// `"reno"`, `"bbr"`: Linux's BBR, for `aqmlab emulate` only) or
+    /// `{ kind = "cubic", beta = 0.7, ... }` (registry: `cc/mod.rs`). The older form
+    /// `tcp.cubic = { ... }` is still read (scenario.rs).
+    pub cc: CcSpec,
     /// Payload bytes per segment (1460 B: 1500-byte packets with 40 bytes of headers).
     pub mss: Bytes,
     /// IPv4 + TCP header bytes added to every packet.
@@ -74,13 +76,12 @@ pub struct TcpConfig {
     /// window (RFC 5681 §4.1; Linux `net.ipv4.tcp_slow_start_after_idle = 1`). Matters
     /// for persistent connections that wait between responses.
     pub slow_start_after_idle: bool,
-    pub cubic: CubicParams,
 }
 
 impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {
-            cc: CcKind::Cubic,
+            cc: CcSpec::default(),
             mss: Bytes(1460),
             header: Bytes(40),
             initial_window: 10,
@@ -99,7 +100,6 @@ impl Default for TcpConfig {
             receive_window: None,
             receiver: ReceiverSpec::Drs,
             slow_start_after_idle: true,
-            cubic: CubicParams::default(),
         }
     }
 }
@@ -154,14 +154,7 @@ impl TcpConfig {
         if let ReceiverSpec::Palermo(p) = &self.receiver {
             p.validate().map_err(|m| format!("receiver.{m}"))?;
         }
-        let c = &self.cubic;
-        if !(c.beta > 0.0 && c.beta < 1.0) {
-            return Err(format!("cubic.beta: must be in (0, 1), got {}", c.beta));
-        }
-        if !(c.c > 0.0 && c.c.is_finite()) {
-            return Err(format!("cubic.c: must be positive, got {}", c.c));
-        }
-        Ok(())
+        self.cc.validate().map_err(|m| format!("cc.{m}"))
     }
 
     pub fn packet_size(&self) -> u32 {

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 use aqm::{Duration, Time};
 
-use super::cc::{AckSample, AnyCc, CcKind, CongestionControl, Window, INFINITE_SSTHRESH};
+use super::cc::{AckSample, AnyCc, CongestionControl, Window, INFINITE_SSTHRESH};
 use super::rtt::RttEstimator;
 use super::TcpConfig;
 use crate::packet::{Kind, Packet};
@@ -146,7 +146,7 @@ impl TcpSender {
             state: State::Idle,
             ca_state: CaState::Open,
             w: Window { cwnd: cfg.initial_window as f64, ssthresh: INFINITE_SSTHRESH },
-            cc: AnyCc::new(cfg.cc, &cfg.cubic),
+            cc: cfg.cc.build(),
             rtt: RttEstimator::new(cfg.rto_style, cfg.rto_initial, cfg.rto_min, cfg.rto_max),
             snd_una: 0,
             snd_nxt: 0,
@@ -678,7 +678,7 @@ impl TcpSender {
                 self.mark_lost(self.snd_una);
             }
         }
-        let reno = self.cfg.cc == CcKind::Reno && !self.cfg.sack;
+        let reno = self.cc.rfc5681_recovery() && !self.cfg.sack;
         if !self.cfg.sack && !reno && self.ca_state == CaState::Recovery && newly_acked > 0 && self.snd_una < self.recovery_point {
             // RFC 6582 §3.2 (5): a partial ACK retransmits the next unacknowledged segment.
             self.mark_lost(self.snd_una);

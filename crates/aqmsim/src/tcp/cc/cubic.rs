@@ -6,7 +6,7 @@
 use aqm::{Duration, Time};
 use serde::{Deserialize, Serialize};
 
-use super::{AckSample, CongestionControl, Window};
+use super::{AckSample, CcParams, CongestionControl, Window};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -56,6 +56,38 @@ impl Default for CubicParams {
             hystart_delay_min: Duration::from_millis(4),
             hystart_delay_max: Duration::from_millis(16),
         }
+    }
+}
+
+impl CcParams for CubicParams {
+    const TITLE: &'static str = "CUBIC with HyStart, Linux's constants and Reno-friendly alpha";
+    const SOURCE: &'static str = "Xu, Ha, Rhee, Goel & Eggert, RFC 9438; Ha & Rhee, \"Taming the elephants: New TCP slow start\" (HyStart)";
+    const DOC: &'static [(&'static str, &'static str)] = &[
+        ("beta", "beta_cubic, multiplicative decrease (RFC 9438 §4.6: 0.7)"),
+        ("c", "C, the scaling constant (RFC 9438 §5: 0.4)"),
+        ("fast_convergence", "fast convergence (RFC 9438 §4.7; Linux: on)"),
+        ("reno_friendly", "the Reno-friendly region (RFC 9438 §4.3; Linux tcp_friendliness: on)"),
+        ("alpha_to_one", "switch W_est's growth to 1 segment per RTT once it passes cwnd_prior (RFC 9438 §4.3, a SHOULD; Linux: off)"),
+        ("hystart", "HyStart slow-start exit (Linux: on)"),
+        ("hystart_low_window", "HyStart acts from this cwnd on (Linux: 16 segments)"),
+        ("hystart_ack_delta", "ACKs closer than this form a train (Linux hystart_ack_delta_us: 2 ms)"),
+        ("hystart_min_samples", "RTT samples per round before the delay test (Linux: 8)"),
+        ("hystart_delay_min", "delay-increase threshold, low clamp (Linux: 4 ms)"),
+        ("hystart_delay_max", "delay-increase threshold, high clamp (Linux: 16 ms)"),
+    ];
+    const LINUX: Option<&'static str> = Some("cubic");
+    type Algo = Cubic;
+    fn check(&self) -> Result<(), String> {
+        if !(self.beta > 0.0 && self.beta < 1.0) {
+            return Err(format!("beta: must be in (0, 1), got {}", self.beta));
+        }
+        if !(self.c > 0.0 && self.c.is_finite()) {
+            return Err(format!("c: must be positive, got {}", self.c));
+        }
+        Ok(())
+    }
+    fn build(&self) -> Cubic {
+        Cubic::new(self.clone())
     }
 }
 

@@ -1,21 +1,26 @@
 //! Congestion controllers: one file each, behind a small trait whose hooks default
 //! to doing nothing (the shape of smoltcp's `congestion` module), picked through the
-//! closed enum [`AnyCc`].
+//! closed enum [`AnyCc`]. The one list in [`registry!`] below generates the scenario
+//! schema ([`CcSpec`]), the enum and `aqmlab list`'s catalogue: adding a congestion
+//! control is its own file (parameters with a [`CcParams`] impl, a
+//! [`CongestionControl`] impl, its tests) and one line in that list.
 //!
 //! The window is counted in segments, as in Linux and RFC 9438, and kept as `f64`
 //! so that per-ACK increments of a fraction of a segment accumulate exactly as the
 //! RFC formulas say. The sender may transmit while `pipe < floor(cwnd)`.
 
+pub mod bbr;
 pub mod cubic;
 pub mod newreno;
 pub mod reno;
 
 use aqm::{Duration, Time};
+use serde::de::{DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 
 pub use cubic::{Cubic, CubicParams};
-pub use newreno::NewReno;
-pub use reno::Reno;
+pub use newreno::{NewReno, NewRenoParams};
+pub use reno::{Reno, RenoParams};
 
 /// "Infinite" slow-start threshold (Linux `TCP_INFINITE_SSTHRESH`).
 pub const INFINITE_SSTHRESH: f64 = 1e9;
@@ -84,85 +89,214 @@ pub trait CongestionControl {
     fn on_timeout(&mut self, _w: &Window, _now: Time) {}
     /// Every RTT sample, in any state (HyStart watches delay in slow start).
     fn on_rtt(&mut self, _w: &mut Window, _s: &AckSample) {}
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum CcKind {
-    #[default]
-    Cubic,
-    Newreno,
-    /// Linux's `reno` module: NewReno's window growth; without SACK, RFC 5681 fast
-    /// recovery (the first new ACK ends it) instead of RFC 6582's.
-    Reno,
-    /// Linux's BBR (Cardwell et al., "BBR: Congestion-Based Congestion Control",
-    /// ACM Queue 2016), for `aqmlab emulate` only: the kernel runs it, the simulator
-    /// has no model of it and refuses it ([`CcKind::simulated`]).
-    Bbr,
-}
-
-impl CcKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            CcKind::Cubic => "cubic",
-            CcKind::Newreno => "newreno",
-            CcKind::Reno => "reno",
-            CcKind::Bbr => "bbr",
-        }
-    }
-
-    /// Whether the simulator has this congestion control (BBR runs only on the
-    /// real Linux stack, through `aqmlab emulate`).
-    pub fn simulated(self) -> bool {
-        !matches!(self, CcKind::Bbr)
+    /// Without SACK, end fast recovery on the first ACK of new data (RFC 5681 §3.2
+    /// step 6, Linux's `reno`) instead of on the ACK that covers the recovery point
+    /// (RFC 6582 NewReno).
+    fn rfc5681_recovery(&self) -> bool {
+        false
     }
 }
 
-#[derive(Clone, Debug)]
-pub enum AnyCc {
-    Cubic(Cubic),
-    NewReno(NewReno),
-    Reno(Reno),
+/// What the registry needs from a congestion control's file, implemented on its
+/// parameters (plain serde data with `deny_unknown_fields` and defaults from the
+/// algorithm's source).
+pub trait CcParams: Clone + std::fmt::Debug + PartialEq + Default + Serialize + DeserializeOwned {
+    /// One-line description for `aqmlab list`.
+    const TITLE: &'static str;
+    /// The primary source, by authors and title (or RFC).
+    const SOURCE: &'static str;
+    /// One line per parameter: what it is and where its default comes from.
+    const DOC: &'static [(&'static str, &'static str)];
+    /// The Linux module that `aqmlab emulate` asks the kernel for, if any.
+    const LINUX: Option<&'static str>;
+    /// Whether the simulator models it (if not, only `aqmlab emulate` runs it).
+    const SIMULATED: bool = true;
+    type Algo: CongestionControl + Clone + std::fmt::Debug;
+    /// Checks that cannot be expressed in types; the message starts with the field name.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+    fn build(&self) -> Self::Algo;
 }
 
-impl AnyCc {
-    pub fn new(kind: CcKind, cubic: &CubicParams) -> AnyCc {
-        match kind {
-            CcKind::Cubic => AnyCc::Cubic(Cubic::new(cubic.clone())),
-            CcKind::Newreno => AnyCc::NewReno(NewReno::default()),
-            CcKind::Reno => AnyCc::Reno(Reno::default()),
-            CcKind::Bbr => panic!("BBR is not simulated: Sim::new refuses scenarios that ask for it"),
+/// Name, description, source and parameter docs of a congestion control.
+pub struct CcInfo {
+    pub kind: &'static str,
+    pub title: &'static str,
+    pub source: &'static str,
+    pub params: &'static [(&'static str, &'static str)],
+    pub linux: Option<&'static str>,
+    pub simulated: bool,
+}
+
+macro_rules! registry {
+    ($($name:literal => $variant:ident($params:ty),)*) => {
+        /// A congestion control and its parameters, as a scenario names it:
+        /// `cc = "cubic"` or `cc = { kind = "cubic", beta = 0.7 }`.
+        #[derive(Clone, Debug, PartialEq, Serialize)]
+        #[serde(tag = "kind")]
+        pub enum CcSpec {
+            $( #[serde(rename = $name)] $variant($params), )*
         }
+
+        /// Every built-in congestion control, dispatched by `match`.
+        #[derive(Clone, Debug)]
+        pub enum AnyCc {
+            $( $variant(<$params as CcParams>::Algo), )*
+        }
+
+        impl CcSpec {
+            /// Every kind, in the registry's order.
+            pub const KINDS: &'static [CcInfo] = &[
+                $( CcInfo {
+                    kind: $name,
+                    title: <$params as CcParams>::TITLE,
+                    source: <$params as CcParams>::SOURCE,
+                    params: <$params as CcParams>::DOC,
+                    linux: <$params as CcParams>::LINUX,
+                    simulated: <$params as CcParams>::SIMULATED,
+                }, )*
+            ];
+
+            pub fn kind(&self) -> &'static str {
+                match self { $( CcSpec::$variant(_) => $name, )* }
+            }
+
+            /// The default parameters of `kind`.
+            pub fn default_for(kind: &str) -> Option<CcSpec> {
+                match kind {
+                    $( $name => Some(CcSpec::$variant(<$params>::default())), )*
+                    _ => None,
+                }
+            }
+
+            /// Deserialize the parameters of `kind` (the table without its `kind` key).
+            pub fn from_kind<'de, D: Deserializer<'de>>(kind: &str, params: D) -> Result<CcSpec, D::Error> {
+                use serde::de::Error;
+                let spec = match kind {
+                    $( $name => CcSpec::$variant(<$params>::deserialize(params)?), )*
+                    other => {
+                        let kinds: Vec<&str> = Self::KINDS.iter().map(|k| k.kind).collect();
+                        return Err(D::Error::custom(format!("unknown congestion control \"{other}\", expected one of: {}", kinds.join(", "))));
+                    }
+                };
+                Ok(spec)
+            }
+
+            /// Checks that cannot be expressed in types; the message starts with the field name.
+            pub fn validate(&self) -> Result<(), String> {
+                match self { $( CcSpec::$variant(p) => p.check(), )* }
+            }
+
+            pub fn build(&self) -> AnyCc {
+                match self { $( CcSpec::$variant(p) => AnyCc::$variant(p.build()), )* }
+            }
+
+            /// The Linux module `aqmlab emulate` runs for it.
+            pub fn linux(&self) -> Option<&'static str> {
+                match self { $( CcSpec::$variant(_) => <$params as CcParams>::LINUX, )* }
+            }
+
+            /// Whether the simulator has this congestion control.
+            pub fn simulated(&self) -> bool {
+                match self { $( CcSpec::$variant(_) => <$params as CcParams>::SIMULATED, )* }
+            }
+        }
+
+        impl CongestionControl for AnyCc {
+            #[inline]
+            fn on_ack(&mut self, w: &mut Window, s: &AckSample) {
+                match self { $( AnyCc::$variant(c) => c.on_ack(w, s), )* }
+            }
+            fn on_congestion(&mut self, w: &Window, now: Time) -> f64 {
+                match self { $( AnyCc::$variant(c) => c.on_congestion(w, now), )* }
+            }
+            fn on_timeout(&mut self, w: &Window, now: Time) {
+                match self { $( AnyCc::$variant(c) => c.on_timeout(w, now), )* }
+            }
+            #[inline]
+            fn on_rtt(&mut self, w: &mut Window, s: &AckSample) {
+                match self { $( AnyCc::$variant(c) => c.on_rtt(w, s), )* }
+            }
+            fn rfc5681_recovery(&self) -> bool {
+                match self { $( AnyCc::$variant(c) => c.rfc5681_recovery(), )* }
+            }
+        }
+    };
+}
+
+// The built-in congestion controls: kind => variant(parameters). One line each.
+registry! {
+    "cubic" => Cubic(cubic::CubicParams),
+    "newreno" => NewReno(newreno::NewRenoParams),
+    "reno" => Reno(reno::RenoParams),
+    "bbr" => Bbr(bbr::BbrParams),
+}
+
+impl Default for CcSpec {
+    fn default() -> Self {
+        CcSpec::Cubic(Default::default())
     }
 }
 
-impl CongestionControl for AnyCc {
-    fn on_ack(&mut self, w: &mut Window, s: &AckSample) {
-        match self {
-            AnyCc::Cubic(c) => c.on_ack(w, s),
-            AnyCc::NewReno(c) => c.on_ack(w, s),
-            AnyCc::Reno(c) => c.on_ack(w, s),
+/// `cc = "cubic"` (the kind with its defaults) or `cc = { kind = "cubic", ... }`.
+impl<'de> Deserialize<'de> for CcSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = toml::Value::deserialize(d)?;
+        let (kind, rest) = match v {
+            toml::Value::String(k) => (k, toml::Table::new()),
+            toml::Value::Table(mut t) => match t.remove("kind") {
+                Some(toml::Value::String(k)) => (k, t),
+                Some(other) => return Err(D::Error::custom(format!("kind: expected a string, got {}", other.type_str()))),
+                None => return Err(D::Error::custom("missing field `kind`")),
+            },
+            other => return Err(D::Error::custom(format!("expected a congestion control name or {{ kind = \"...\", ... }}, got {}", other.type_str()))),
+        };
+        CcSpec::from_kind(&kind, toml::Value::Table(rest)).map_err(|e| D::Error::custom(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_listed_once_and_round_trip_through_their_schema() {
+        let mut seen = std::collections::BTreeSet::new();
+        for k in CcSpec::KINDS {
+            assert!(seen.insert(k.kind), "{} listed twice", k.kind);
+            let spec = CcSpec::default_for(k.kind).unwrap();
+            assert_eq!(spec.kind(), k.kind);
+            assert!(spec.validate().is_ok());
+            let v = serde_json::to_value(&spec).unwrap();
+            let mut fields: Vec<String> = v.as_object().unwrap().keys().filter(|f| *f != "kind").cloned().collect();
+            fields.sort();
+            let mut doc: Vec<String> = k.params.iter().map(|(n, _)| n.to_string()).collect();
+            doc.sort();
+            assert_eq!(fields, doc, "every parameter of {} documented, every doc a parameter", k.kind);
+            let text = toml::to_string(&toml::Table::from_iter([("cc".to_string(), toml::Value::try_from(&spec).unwrap())])).unwrap();
+            #[derive(Deserialize)]
+            struct W {
+                cc: CcSpec,
+            }
+            let again: W = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", k.kind));
+            assert_eq!(again.cc, spec);
         }
     }
-    fn on_congestion(&mut self, w: &Window, now: Time) -> f64 {
-        match self {
-            AnyCc::Cubic(c) => c.on_congestion(w, now),
-            AnyCc::NewReno(c) => c.on_congestion(w, now),
-            AnyCc::Reno(c) => c.on_congestion(w, now),
+
+    #[test]
+    fn a_name_alone_gives_the_defaults_and_errors_name_the_parameter() {
+        #[derive(Deserialize, Debug)]
+        struct W {
+            #[allow(dead_code)]
+            cc: CcSpec,
         }
-    }
-    fn on_timeout(&mut self, w: &Window, now: Time) {
-        match self {
-            AnyCc::Cubic(c) => c.on_timeout(w, now),
-            AnyCc::NewReno(c) => c.on_timeout(w, now),
-            AnyCc::Reno(c) => c.on_timeout(w, now),
-        }
-    }
-    fn on_rtt(&mut self, w: &mut Window, s: &AckSample) {
-        match self {
-            AnyCc::Cubic(c) => c.on_rtt(w, s),
-            AnyCc::NewReno(c) => c.on_rtt(w, s),
-            AnyCc::Reno(c) => c.on_rtt(w, s),
-        }
+        let w: W = toml::from_str("cc = \"reno\"").unwrap();
+        assert_eq!(w.cc, CcSpec::default_for("reno").unwrap());
+        let e = toml::from_str::<W>("cc = { kind = \"cubic\", betta = 0.5 }").unwrap_err().to_string();
+        assert!(e.contains("betta"), "{e}");
+        let e = toml::from_str::<W>("cc = \"vegas\"").unwrap_err().to_string();
+        assert!(e.contains("vegas") && e.contains("cubic"), "{e}");
     }
 }

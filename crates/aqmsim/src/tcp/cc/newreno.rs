@@ -3,7 +3,26 @@
 
 use aqm::Time;
 
-use super::{AckSample, CongestionControl, Window};
+use serde::{Deserialize, Serialize};
+
+use super::{AckSample, CcParams, CongestionControl, Window};
+
+/// NewReno has no parameters of its own.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewRenoParams {}
+
+impl CcParams for NewRenoParams {
+    const TITLE: &'static str = "NewReno: slow start, one segment per RTT, halving on loss; RFC 6582 recovery without SACK";
+    const SOURCE: &'static str = "Allman, Paxson & Blanton, RFC 5681; Henderson, Floyd, Gurtov & Nishida, RFC 6582";
+    const DOC: &'static [(&'static str, &'static str)] = &[];
+    // Linux's `reno` module: NewReno's window; Linux recovers with SACK or RFC 6582.
+    const LINUX: Option<&'static str> = Some("reno");
+    type Algo = NewReno;
+    fn build(&self) -> NewReno {
+        NewReno
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct NewReno;

@@ -5,12 +5,30 @@
 //! ends fast recovery on the first ACK of new data (RFC 5681 §3.2 step 6), so a
 //! second loss in the same window needs three new duplicate ACKs or a timeout,
 //! where NewReno retransmits on the partial ACK (RFC 6582). The sender implements
-//! that difference (`CcKind::Reno` without SACK); with SACK, recovery follows
+//! that difference ([`CongestionControl::rfc5681_recovery`], without SACK); with SACK, recovery follows
 //! RFC 6675 for every controller, as in Linux.
 
 use aqm::Time;
 
-use super::{AckSample, CongestionControl, NewReno, Window};
+use serde::{Deserialize, Serialize};
+
+use super::{AckSample, CcParams, CongestionControl, NewReno, Window};
+
+/// Reno has no parameters of its own.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RenoParams {}
+
+impl CcParams for RenoParams {
+    const TITLE: &'static str = "Reno: NewReno's window; without SACK, fast recovery ends on the first new ACK";
+    const SOURCE: &'static str = "Allman, Paxson & Blanton, RFC 5681 (Linux's reno module)";
+    const DOC: &'static [(&'static str, &'static str)] = &[];
+    const LINUX: Option<&'static str> = Some("reno");
+    type Algo = Reno;
+    fn build(&self) -> Reno {
+        Reno::default()
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct Reno(NewReno);
@@ -21,6 +39,9 @@ impl CongestionControl for Reno {
     }
     fn on_congestion(&mut self, w: &Window, now: Time) -> f64 {
         self.0.on_congestion(w, now)
+    }
+    fn rfc5681_recovery(&self) -> bool {
+        true
     }
 }
 

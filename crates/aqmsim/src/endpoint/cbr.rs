@@ -1,0 +1,201 @@
+//! `cbr`: constant-bit-rate UDP (Kuhn & Ros §IV-A's VoIP-like flows, Pan et al.'s
+//! unresponsive floods). Datagram k leaves at `start + floor(k * size * 8 / rate)`,
+//! computed from k each time so that the spacing is exact over any number of
+//! datagrams (no accumulated rounding).
+
+use aqm::{Bytes, Ecn, Rate, Time};
+use serde::{Deserialize, Serialize};
+
+use super::{AppEvent, Cx, Endpoint, FlowSetup, TrafficKind};
+use crate::packet::{Kind, Packet};
+use crate::record::{FlowSeries, FlowTable};
+
+/// IPv4 (20 B) + UDP (8 B) headers of a CBR datagram.
+pub const UDP_HEADER: u32 = 28;
+
+/// Constant-bit-rate UDP: one datagram of `packet_size` bytes every
+/// `packet_size * 8 / rate` seconds, exactly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CbrSpec {
+    /// The sending rate, counting whole datagrams (IP + UDP headers included).
+    pub rate: Rate,
+    /// Bytes on the wire per datagram, headers included (Pan et al.'s lab: 1.5 KB).
+    #[serde(default = "mtu")]
+    pub packet_size: Bytes,
+    /// Send datagrams ECN-capable (ECT(0)); an AQM then marks them instead of dropping.
+    #[serde(default)]
+    pub ecn: bool,
+}
+
+fn mtu() -> Bytes {
+    Bytes(1500)
+}
+
+impl TrafficKind for CbrSpec {
+    type Endpoint = Cbr;
+    fn check(&self) -> Result<(), String> {
+        if self.rate.bps() == 0 {
+            return Err("rate: must be greater than zero".into());
+        }
+        if self.packet_size.0 <= UDP_HEADER as u64 || self.packet_size.0 > 65_535 {
+            return Err(format!("packet_size: must be between 29B and 65535B (28 bytes are IPv4 + UDP headers), got {}", self.packet_size));
+        }
+        Ok(())
+    }
+    fn cbr(&self) -> Option<(u64, u32)> {
+        Some((self.rate.bps(), self.packet_size.0 as u32))
+    }
+    fn build(&self, f: &FlowSetup<'_>) -> Cbr {
+        Cbr::new(self.packet_size.0 as u32, self.rate.bps(), self.ecn, f.start, f.stop)
+    }
+}
+
+/// A constant-bit-rate UDP source and its sink.
+#[derive(Debug)]
+pub struct Cbr {
+    /// Bytes on the wire per datagram.
+    pub size: u32,
+    pub rate_bps: u64,
+    pub ecn: bool,
+    pub start: Time,
+    /// No datagram leaves at or after this time.
+    pub stop: Time,
+    /// Datagrams sent so far (the next one's number).
+    pub sent: u64,
+    pub received: u64,
+    /// Bytes (whole datagrams) received.
+    pub rx_bytes: u64,
+}
+
+impl Cbr {
+    pub fn new(size: u32, rate_bps: u64, ecn: bool, start: Time, stop: Time) -> Cbr {
+        Cbr { size, rate_bps, ecn, start, stop, sent: 0, received: 0, rx_bytes: 0 }
+    }
+
+    /// When datagram `k` leaves: exact to the nanosecond (floored) for every k.
+    pub fn send_time(&self, k: u64) -> Time {
+        let ns = k as u128 * self.size as u128 * 8 * 1_000_000_000 / self.rate_bps as u128;
+        self.start + aqm::Duration::from_nanos(ns as u64)
+    }
+
+    /// The next datagram, and when the one after it is due (None: the source is done).
+    pub fn emit(&mut self, flow: u32, now: Time) -> (Packet, Option<Time>) {
+        let mut p = Packet::new(0, flow, Kind::Udp, self.size, now);
+        p.seq = self.sent;
+        p.payload = self.size - UDP_HEADER;
+        if self.ecn {
+            p.ecn = Ecn::Ect0;
+        }
+        self.sent += 1;
+        let next = self.send_time(self.sent);
+        (p, (next < self.stop).then_some(next))
+    }
+
+    fn send(&mut self, cx: &mut Cx<'_>) {
+        if cx.now >= self.stop {
+            return;
+        }
+        let (p, next) = self.emit(cx.flow, cx.now);
+        if let Some(t) = next {
+            cx.at.push((t, AppEvent::Send));
+        }
+        cx.out.push(p);
+    }
+}
+
+impl Endpoint for Cbr {
+    fn start(&mut self, cx: &mut Cx<'_>) {
+        self.send(cx);
+    }
+    fn on_app(&mut self, ev: AppEvent, cx: &mut Cx<'_>) {
+        if ev == AppEvent::Send {
+            self.send(cx);
+        }
+    }
+    fn on_packet(&mut self, p: &Packet, cx: &mut Cx<'_>) {
+        self.received += 1;
+        self.rx_bytes += p.size as u64;
+        if cx.rec.record_datagrams {
+            let r = &mut cx.rec.datagrams;
+            r.time_ns.push(cx.now.as_nanos());
+            r.flow.push(p.flow);
+            r.seq.push(p.seq);
+            r.size.push(p.size);
+            r.delay_ns.push(cx.now.saturating_since(p.sent_at).as_nanos());
+            r.ce.push(p.ecn == Ecn::Ce);
+        }
+    }
+    fn sample(&self, r: &mut FlowSeries) {
+        r.cwnd.push(f64::NAN);
+        r.ssthresh.push(f64::NAN);
+        r.srtt_ns.push(-1);
+        r.rtt_ns.push(-1);
+        r.rto_ns.push(0);
+        r.in_flight.push(0);
+        r.delivered_bytes.push(self.rx_bytes);
+        r.snd_una.push(self.sent);
+        r.retransmits.push(0);
+        r.ca_state.push(0);
+        r.rwnd.push(-1);
+        r.receiver_mode.push(0);
+    }
+    fn finish(&self, t: &mut FlowTable) {
+        t.end_ns.push(-1);
+        t.bytes_delivered.push(self.rx_bytes);
+        t.segments_sent.push(self.sent);
+        for col in [&mut t.retransmits, &mut t.timeouts, &mut t.recoveries, &mut t.ecn_reductions] {
+            col.push(0);
+        }
+        t.min_rtt_ns.push(-1);
+        t.srtt_ns.push(-1);
+        t.transfers.push(0);
+        t.receiver_reverts.push(0);
+        t.receiver_returns.push(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cbr_spacing_is_exact_over_many_datagrams() {
+        // Kuhn & Ros §IV-A: 218 B at 87 kbps, one datagram every 1744/87000 s =
+        // 20.045977... ms. Datagram k leaves at floor(k * 1744e9 / 87000) ns.
+        let mut c = Cbr::new(218, 87_000, false, Time::from_millis(500), Time::from_secs(100));
+        let mut t = c.start;
+        let mut times = vec![];
+        loop {
+            let (p, next) = c.emit(3, t);
+            assert_eq!(p.size, 218);
+            assert_eq!(p.payload, 190);
+            assert_eq!(p.kind, Kind::Udp);
+            times.push(t);
+            match next {
+                Some(n) => t = n,
+                None => break,
+            }
+        }
+        for (k, t) in times.iter().enumerate() {
+            let want = 500_000_000u128 + k as u128 * 1_744_000_000_000 / 87_000;
+            assert_eq!(t.as_nanos() as u128, want, "datagram {k}");
+        }
+        // 99.5 s of sending: floor(99.5 / 0.020045977) + 1 datagrams
+        assert_eq!(times.len(), 4964);
+        assert!(*times.last().unwrap() < Time::from_secs(100));
+        // every gap is 20045977 or 20045978 ns
+        for w in times.windows(2) {
+            let g = (w[1] - w[0]).as_nanos();
+            assert!(g == 20_045_977 || g == 20_045_978, "{g}");
+        }
+    }
+
+    #[test]
+    fn cbr_6mbps_floods_send_500_datagrams_a_second() {
+        // Pan et al.: 6 Mbps of 1500-byte datagrams is one every 2 ms exactly.
+        let c = Cbr::new(1500, 6_000_000, false, Time::ZERO, Time::from_secs(10));
+        assert_eq!(c.send_time(1), Time::from_millis(2));
+        assert_eq!(c.send_time(500), Time::from_secs(1));
+    }
+}
