@@ -6,11 +6,13 @@ with the same sweep run without interruption.
     python scripts/sweep_interrupts.py --times 5 --runs 12 --work /tmp/si
 
 Each interruption starts `aqmlab sweep` (in a session of its own, as a terminal
-would), waits a random time, and sends SIGINT (to the process, or to its whole
+would), waits (every fifth time a random moment in its start-up, otherwise until 0 to
+3 more runs have finished and a random part of a run longer), and sends SIGINT (to the process, or to its whole
 process group as a terminal's Ctrl-C does) or SIGTERM; some interruptions send a
 second SIGINT shortly after the first (the forced exit). After each it checks:
 
-* the exit code: 130 (SIGINT), 143 (SIGTERM), or 0 if the sweep had finished;
+* the exit code: 130 (SIGINT), 143 (SIGTERM), or 0 if the sweep had finished (or the
+  process killed by the signal itself, if it came before the interpreter had started);
 * stderr: its last line is the one-line message, and there is no traceback;
 * no process of the sweep is left (nothing in its process group);
 * after a clean stop: the index lists as done exactly the runs whose folders are
@@ -90,13 +92,26 @@ def index_consistent(out: Path) -> str | None:
     return None
 
 
-def interrupt_once(cmd: list[str], rng: random.Random, k: int, env: dict[str, str], first: float, per_run: float) -> dict:
+def done_runs(out: Path) -> int:
+    return len(list((out / "runs").glob("*/summary.json"))) if (out / "runs").exists() else 0
+
+
+def interrupt_once(cmd: list[str], out: Path, rng: random.Random, k: int, env: dict[str, str], first: float, per_run: float) -> dict:
+    """Start the sweep and interrupt it: every fifth time during its start-up (a random
+    moment before the first run could finish), otherwise once 0 to 3 more runs have
+    finished, plus a random part of a run's time."""
     mode = ["SIGINT", "SIGINT-group", "SIGTERM", "SIGINT-twice"][k % 4]
-    # from half the time to the first finished run (imports, validation, workers
-    # starting) to a few runs' worth past it
-    delay = rng.uniform(0.5 * first, first + 4 * per_run)
+    before = done_runs(out)
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
-    time.sleep(delay)
+    t0 = time.perf_counter()
+    if k % 5 == 0:
+        time.sleep(rng.uniform(0.3, 0.9 * first))
+    else:
+        more = rng.randint(0, 3)
+        while p.poll() is None and done_runs(out) < before + more:
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, per_run))
+    delay = time.perf_counter() - t0
     sent = None
     if p.poll() is None:
         if mode == "SIGTERM":
@@ -119,7 +134,10 @@ def interrupt_once(cmd: list[str], rng: random.Random, k: int, env: dict[str, st
         _, err = p.communicate()
         return {"mode": mode, "delay": delay, "problems": ["did not stop within 120 s"]}
     problems = []
-    expected = {0} if sent is None else {0, 128 + int(sent)}
+    # 128 + the signal after a clean stop; killed by the signal itself (-signal, which
+    # a shell shows as the same 128 + signal) when it came before Python had started
+    # aqmlab's handling, while nothing had been done yet
+    expected = {0} if sent is None else {0, 128 + int(sent), -int(sent)}
     if p.returncode not in expected:
         problems.append(f"exit code {p.returncode}, expected one of {sorted(expected)}")
     lines = [l for l in err.splitlines() if l.strip()]
@@ -204,12 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     ref_s = time.perf_counter() - t0
     n_runs = len(list((ref / "runs").iterdir()))
     first = first or ref_s
-    per_run = max(0.05, (ref_s - first) / max(1, n_runs - 1) * a.jobs)
+    per_run = max(0.05, (ref_s - first) / max(1, n_runs - 1) * a.jobs)  # one worker's time per run
     print(f"reference sweep: {n_runs} runs in {ref_s:.1f} s; the first finished after {first:.1f} s, then one every {per_run / a.jobs:.2f} s")
     history = []
     for k in range(a.times):
         before = len(list((res / "runs").glob("*/summary.json"))) if (res / "runs").exists() else 0
-        rec = interrupt_once(cmd(res), rng, k, env, first, per_run)
+        rec = interrupt_once(cmd(res), res, rng, k, env, first, per_run)
         after = len(list((res / "runs").glob("*/summary.json"))) if (res / "runs").exists() else 0
         if not rec.get("forced") and (res / "sweep.json").exists():
             tmp = temporaries(res)

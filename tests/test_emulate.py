@@ -37,54 +37,26 @@ needs_emulation = pytest.mark.skipif(not _can_emulate(), reason="needs root, net
 pytestmark = pytest.mark.emulation
 
 
-def _ours() -> set[str]:
-    """Work folders and namespaces of emulations (ours, and any other on the machine)."""
+def _left() -> set[str]:
+    """What runs that are over left on the machine (any run's, see netns.leftovers)."""
     if not _can_emulate():
         return set()
-    return {p.name for p in Path(tempfile.gettempdir()).glob("aqmlab-emulate-*")} | {n for n in netns.namespaces() if n.startswith(netns.PREFIX)}
+    return {str(x) for v in leftovers().values() for x in v}
 
 
 @pytest.fixture(autouse=True)
 def leaves_nothing_behind():
-    """Every test here cleans up after itself: no work folder or namespace it made
-    is left once it is over (another emulation on the machine may come and go)."""
-    before = _ours()
+    """Every test here cleans up after itself: once it is over, no namespace, device,
+    process or work folder of a run that is over is left that was not there before
+    (other emulations on the machine may come and go)."""
+    before = _left()
     yield
     deadline = time.monotonic() + 10  # a guard may still be finishing
-    new = _ours() - before
+    new = _left() - before
     while new and time.monotonic() < deadline:
         time.sleep(0.1)
-        new = {n for n in _ours() - before if not _live(n)}
+        new = _left() - before
     assert not new, f"left behind: {sorted(new)}"
-
-
-def _live(name: str) -> bool:
-    """An emulation still in progress (another test's, or another user's)."""
-    m = netns._WORK.match(name)
-    if m and m.group(2):
-        return netns.start_time(int(m.group(2))) == int(m.group(3))
-    rid = netns._run_id_of(name)
-    return any(p.name.startswith(f"aqmlab-emulate-{rid}-") and _live(p.name) for p in Path(tempfile.gettempdir()).glob("aqmlab-emulate-*"))
-
-# 20 Mbps, one-way propagation 8 ms + 2 x 1 ms access = 10 ms, 100-packet buffer
-SMALL = ["duration=3s", "bottleneck.rate=20Mbps", "bottleneck.delay=8ms", "bottleneck.buffer=100pkts", "record.interval=100ms"]
-RATE = 20_000_000
-
-
-def _nothing_left(run_ids: set[str]) -> list[str]:
-    """Names, devices, processes or work folders of these runs still present (alive
-    or not: a run that is over leaves nothing)."""
-    found = [n for n in netns.namespaces() + netns.devices() if any(n in (f"{netns.PREFIX}{r}-snd", f"{netns.PREFIX}{r}-rcv", f"aqe{r}s", f"aqe{r}r") for r in run_ids)]
-    found += [str(p) for p in Path(tempfile.gettempdir()).glob("aqmlab-emulate-*") if any(p.name.startswith(f"aqmlab-emulate-{r}-") for r in run_ids)]
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                cmd = open(f"/proc/{d}/cmdline", "rb").read().decode(errors="replace")
-            except OSError:
-                continue
-            if any(r in cmd for r in run_ids) and "pytest" not in cmd:
-                found.append(f"pid {d}: {cmd}")
-    return found
 
 
 @needs_emulation

@@ -198,3 +198,32 @@ def test_an_interrupted_reproduction_keeps_its_finished_runs(tmp_path):
     idx = pq.read_table(out / "index.parquet").to_pandas()
     assert set(idx[idx.status == "ok"].run) == done
     assert json.loads((out / "sweep.json").read_text())["reproduction"] == "madpie-proof"
+
+
+def test_a_signal_swallowed_by_a_finalizer_is_raised_again_at_the_next_check():
+    # raised inside __del__ (or a weakref callback), the exception would be printed as
+    # "Exception ignored in ..." and lost; it is kept and raised at the next check()
+    code = textwrap.dedent(
+        """
+        import os, signal, time
+        from aqmlab import interrupts
+
+        class Finalized:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.1)  # the handler runs here, inside the finalizer
+
+        with interrupts.handling():
+            x = Finalized()
+            del x
+            print("went on", flush=True)
+            try:
+                interrupts.check()
+                print("not raised")
+            except interrupts.Interrupted as e:
+                print("raised", e.name)
+        """
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert p.stdout.split("\n")[:2] == ["went on", "raised SIGINT"], p.stdout + p.stderr
+    assert "Exception ignored" not in p.stderr and "Traceback" not in p.stderr, p.stderr

@@ -486,7 +486,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 if len(args.dirs) < 2:
                     return _err("query: give one or more sweep folders, then the SQL")
                 args.sql = args.dirs.pop()
-            return args.fn(args)
+            code = args.fn(args)
+            interrupts.check()  # a signal whose exception a finalizer swallowed
+            return code
         except KeyboardInterrupt as e:
             print(interrupts.message(e), file=sys.stderr)
             return interrupts.exit_code(e)

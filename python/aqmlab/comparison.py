@@ -1186,7 +1186,10 @@ def compare(
     table = headline(series)
     _atomic_write(out / "series.csv", table.to_csv(index=False))
     drawn = []
+    from . import interrupts
+
     for f in figures if figures is not None else DEFAULT_FIGURES:
+        interrupts.check()
         name, kind, opt = (f, f, Options()) if isinstance(f, str) else f
         files = draw(name, series, out, opt, kind)
         if files:

@@ -12,6 +12,11 @@ this without a line of its own:
   the process exits at once with the same code (what is half-written then is in
   temporary names that the next start removes).
 
+A signal's exception can be swallowed when it is raised inside a finalizer or a weakref
+callback (Python prints "Exception ignored in ..." and goes on): while a command runs,
+such an exception is kept instead of printed, and raised again at the next `check()`
+(the loops of long work call it, and `cli.main` does when the command returns).
+
 A command says what an interruption keeps with `note()` ("finished runs are kept in
 ..."); sections that must not be cut short (writing an index) run in `deferred()`,
 which holds a first signal until the section ends. The Rust core polls for signals
@@ -54,6 +59,7 @@ class _State:
         self.pending: Optional[int] = None
         self.note: Optional[str] = None
         self.spare: set[int] = set()
+        self.swallowed: Optional[int] = None
 
 
 _state = _State()
@@ -120,6 +126,13 @@ def install() -> bool:
     return True
 
 
+def _unraisable(args: "sys.UnraisableHookArgs") -> None:
+    if isinstance(args.exc_value, Interrupted):
+        _state.swallowed = args.exc_value.signum  # raised again at the next check()
+        return
+    sys.__unraisablehook__(args)
+
+
 @contextmanager
 def handling() -> Iterator[None]:
     """Handle SIGINT and SIGTERM as described above for the duration of a command."""
@@ -127,16 +140,27 @@ def handling() -> Iterator[None]:
         yield
         return
     old = {s: signal.getsignal(s) for s in SIGNALS}
-    saved = (_state.active, list(_state.received), _state.deferred, _state.pending, _state.note, set(_state.spare))
+    old_hook = sys.unraisablehook
+    saved = (_state.active, list(_state.received), _state.deferred, _state.pending, _state.note, set(_state.spare), _state.swallowed)
     _state.received.clear()
-    _state.deferred, _state.pending, _state.note = 0, None, None
+    _state.deferred, _state.pending, _state.note, _state.swallowed = 0, None, None, None
     install()
+    sys.unraisablehook = _unraisable
     try:
         yield
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-        _state.active, _state.received[:], _state.deferred, _state.pending, _state.note, _state.spare = saved
+        sys.unraisablehook = old_hook
+        _state.active, _state.received[:], _state.deferred, _state.pending, _state.note, _state.spare, _state.swallowed = saved
+
+
+def check() -> None:
+    """Raise a signal whose exception was swallowed (see the module doc); called in
+    the loops of long work."""
+    if _state.swallowed is not None and not _state.deferred:
+        s, _state.swallowed = _state.swallowed, None
+        raise Interrupted(s)
 
 
 @contextmanager

@@ -102,7 +102,7 @@ LOST_TWICE = "lost twice"
 
 
 def _lost(t: Mapping[str, Any], why: str) -> dict[str, Any]:
-    return {"run": t["run"], "status": "failed", "error": f"the worker running it was {LOST_TWICE} ({why})"}
+    return {"run": t["run"], "status": "failed", "error": f"the worker running it was {LOST_TWICE} ({why.splitlines()[0] if why else 'no reason given'})"}
 
 
 @contextmanager
@@ -148,32 +148,57 @@ def _local(tasks: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
     from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    lost: dict[str, int] = {}
-    queue = list(tasks)
+    # A worker that dies (killed, out of memory) breaks the whole pool: every run not
+    # finished comes back as BrokenProcessPool. The pool runs its runs in the order
+    # they were given, so the ones in progress were the first unfinished ones (at most
+    # one per worker, and one queued): those are suspects, tried again one at a time in
+    # a worker of their own; the others go to a new pool as if nothing had happened.
+    queue, suspects = list(tasks), []
     while queue:
-        # a worker that dies breaks the whole pool: its runs (and the others in
-        # progress) come back as BrokenProcessPool and go to a new pool, once
         ex = new_pool(min(jobs, len(queue)))
+        order, queue = queue, []
+        unfinished = {t["run"]: t for t in order}  # in the order given
+        broken = False
         try:
             with spawning():
-                pending = {ex.submit(execute, t): t for t in queue}
-            queue = []
+                pending = {ex.submit(execute, t): t for t in order}
             while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                interrupts.check()
                 for f in done:
                     t = pending.pop(f)
                     try:
-                        yield f.result()
-                    except BrokenProcessPool as e:
-                        lost[t["run"]] = lost.get(t["run"], 0) + 1
-                        if lost[t["run"]] < 2:
-                            queue.append(t)
-                        else:
-                            yield _lost(t, f"its process died: {e}")
+                        rec = f.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        continue
+                    del unfinished[t["run"]]
+                    yield rec
             ex.shutdown(wait=True)
         except BaseException:
             stop_pool(ex)
             raise
+        if broken:
+            left = list(unfinished.values())
+            k = min(jobs, len(order)) + 1
+            suspects += left[:k]
+            queue = left[k:]
+    for t in suspects:
+        ex = new_pool(1)
+        try:
+            with spawning():
+                f = ex.submit(execute, t)
+            while not wait([f], timeout=0.5)[0]:
+                interrupts.check()
+            try:
+                rec = f.result()
+            except BrokenProcessPool as e:
+                rec = _lost(t, f"its process died: {e}")
+            ex.shutdown(wait=True)
+        except BaseException:
+            stop_pool(ex)
+            raise
+        yield rec
 
 
 def _check_workers(client: Any, out: Path) -> None:
@@ -475,6 +500,7 @@ def run_plan(
             results = _dask(tasks, cluster, out) if cluster is not None else _local(tasks, jobs)
             with _progress(len(tasks), show, label) as step:
                 for rec in results:
+                    interrupts.check()
                     ok = rec["status"] == "ok"
                     if ok:
                         res.ran += 1

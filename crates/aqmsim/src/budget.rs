@@ -19,6 +19,7 @@
 use aqm::QueueLimit;
 use serde::Serialize;
 
+use crate::endpoint::downloads::{FilesSpec, WebSpec};
 use crate::scenario::{Scenario, StartSpec, TrafficSpec};
 
 /// The simulator's own cost of each item, in bytes (peak heap, measured; records are
@@ -27,7 +28,7 @@ mod core_cost {
     /// The simulator without flows: links, queues, the event queue, histograms.
     pub const BASE: f64 = 300_000.0;
     /// A flow's sender, receiver, timers and table row.
-    pub const FLOW: f64 = 2_150.0;
+    pub const FLOW: f64 = 3_600.0;
     /// A packet in a queue or on a wire.
     pub const QUEUED_PACKET: f64 = 160.0;
     /// Rows, by table (52, 102, 129, 33, 96 and 50 bytes of columns, times 1.5).
@@ -148,29 +149,24 @@ pub fn estimate(sc: &Scenario) -> Estimate {
         let stop = c.stop.map_or(dur, |s| s.as_secs_f64().min(dur));
         let active = (stop - mean_start_s(&c.start)).max(0.0);
         flow_samples += n * ((dur - mean_start_s(&c.start)).max(0.0) / interval).floor();
-        match &g.traffic {
-            TrafficSpec::Cbr(cbr) => {
-                let size = cbr.packet_size.0.max(1) as f64;
-                let sent = n * active * cbr.rate.bps() as f64 / 8.0 / size;
-                cbr_packets += sent;
-                cbr_bytes += sent * size;
-                smallest = smallest.min(size);
-            }
-            other => {
-                let tcp = other.tcp().expect("TCP traffic");
-                let size = (tcp.mss.0 + tcp.header.0).max(1) as f64;
-                tcp_flows += n;
-                tcp_packet = tcp_packet.min(size);
-                smallest = smallest.min(size);
-                transfers += match other {
-                    TrafficSpec::Files(d) | TrafficSpec::Web(d) => {
-                        // one download per think time at most, and one at the start
-                        n * (1.0 + active / d.think.mean().as_secs_f64().max(1e-3))
-                    }
-                    TrafficSpec::Transfer(_) => n,
-                    _ => 0.0,
-                };
-            }
+        if let Some((rate_bps, size)) = g.traffic.cbr() {
+            let size = size.max(1) as f64;
+            let sent = n * active * rate_bps as f64 / 8.0 / size;
+            cbr_packets += sent;
+            cbr_bytes += sent * size;
+            smallest = smallest.min(size);
+        } else if let Some(tcp) = g.traffic.tcp() {
+            let size = (tcp.mss.0 + tcp.header.0).max(1) as f64;
+            tcp_flows += n;
+            tcp_packet = tcp_packet.min(size);
+            smallest = smallest.min(size);
+            transfers += match &g.traffic {
+                // repeated downloads: one at the start, then at most one per think time
+                TrafficSpec::Files(FilesSpec(d)) | TrafficSpec::Web(WebSpec(d)) => n * (1.0 + active / d.think.mean().as_secs_f64().max(1e-3)),
+                // a kind with sizes and no think time: one transfer per flow
+                other if other.sizes().is_some() => n,
+                _ => 0.0,
+            };
         }
     }
     // forward packets: TCP fills what the constant-rate sources leave (a few percent
