@@ -59,6 +59,27 @@ def leaves_nothing_behind():
     assert not new, f"left behind: {sorted(new)}"
 
 
+# 20 Mbps, one-way propagation 8 ms + 2 x 1 ms access = 10 ms, 100-packet buffer
+SMALL = ["duration=3s", "bottleneck.rate=20Mbps", "bottleneck.delay=8ms", "bottleneck.buffer=100pkts", "record.interval=100ms"]
+RATE = 20_000_000
+
+
+def _nothing_left(run_ids: set[str]) -> list[str]:
+    """Names, devices, processes or work folders of these runs still present (alive
+    or not: a run that is over leaves nothing)."""
+    found = [n for n in netns.namespaces() + netns.devices() if any(n in (f"{netns.PREFIX}{r}-snd", f"{netns.PREFIX}{r}-rcv", f"aqe{r}s", f"aqe{r}r") for r in run_ids)]
+    found += [str(p) for p in Path(tempfile.gettempdir()).glob("aqmlab-emulate-*") if any(p.name.startswith(f"aqmlab-emulate-{r}-") for r in run_ids)]
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                cmd = open(f"/proc/{d}/cmdline", "rb").read().decode(errors="replace")
+            except OSError:
+                continue
+            if any(r in cmd for r in run_ids) and "pytest" not in cmd:
+                found.append(f"pid {d}: {cmd}")
+    return found
+
+
 @needs_emulation
 def test_delivered_rate_is_the_configured_rate_under_saturation():
     # UDP at 1.5x the link rate keeps the queue full: the link must carry exactly its rate
