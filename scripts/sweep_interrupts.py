@@ -96,18 +96,24 @@ def done_runs(out: Path) -> int:
     return len(list((out / "runs").glob("*/summary.json"))) if (out / "runs").exists() else 0
 
 
-def interrupt_once(cmd: list[str], out: Path, rng: random.Random, k: int, env: dict[str, str], first: float, per_run: float) -> dict:
+def interrupt_once(cmd: list[str], out: Path, total: int, rng: random.Random, k: int, env: dict[str, str], first: float, per_run: float) -> dict:
     """Start the sweep and interrupt it: every fifth time during its start-up (a random
     moment before the first run could finish), otherwise once 0 to 3 more runs have
     finished, plus a random part of a run's time."""
     mode = ["SIGINT", "SIGINT-group", "SIGTERM", "SIGINT-twice"][k % 4]
     before = done_runs(out)
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
+    p = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env,
+        # Ctrl-C as at a terminal: a background job (`&`, nohup) starts with SIGINT
+        # ignored, and an interpreter keeps it so until aqmlab installs its handling
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     t0 = time.perf_counter()
-    if k % 5 == 0:
+    if k % 5 == 0 or before >= total:
+        # during the start-up, or (all runs done) while the sweep finishes its report
         time.sleep(rng.uniform(0.3, 0.9 * first))
     else:
-        more = rng.randint(0, 3)
+        more = min(rng.randint(0, 3), total - before)
         while p.poll() is None and done_runs(out) < before + more:
             time.sleep(0.01)
         time.sleep(rng.uniform(0.0, per_run))
@@ -227,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     history = []
     for k in range(a.times):
         before = len(list((res / "runs").glob("*/summary.json"))) if (res / "runs").exists() else 0
-        rec = interrupt_once(cmd(res), res, rng, k, env, first, per_run)
+        rec = interrupt_once(cmd(res), res, n_runs, rng, k, env, first, per_run)
         after = len(list((res / "runs").glob("*/summary.json"))) if (res / "runs").exists() else 0
         if not rec.get("forced") and (res / "sweep.json").exists():
             tmp = temporaries(res)

@@ -15,10 +15,24 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
+from typing import TYPE_CHECKING
+
 from . import _core, inputs
 from ._core import ScenarioError, SimulationError
-from .results import RunResult
 from .scenario import ScenarioLike, builtin_names, resolve, source
+
+if TYPE_CHECKING:
+    from .results import RunResult
+
+
+def __getattr__(name: str) -> Any:
+    # RunResult brings NumPy and Arrow: loaded when first used, so that `import aqmlab`
+    # (and the `aqmlab` command, which handles Ctrl-C from its first line) start quickly
+    if name == "RunResult":
+        from .results import RunResult
+
+        return RunResult
+    raise AttributeError(f"module 'aqmlab' has no attribute {name!r}")
 
 __version__ = _core.__version__
 
@@ -69,6 +83,8 @@ def run(
     src = source(scenario)
     inputs.check_memory(inputs.estimate(src.text, src.format, over, seed, src.base_dir))
     raw = _core.run(src.text, src.format, over, seed, progress, src.base_dir)
+    from .results import RunResult
+
     return RunResult(raw)
 
 
