@@ -166,10 +166,13 @@ def interrupt_once(cmd: list[str], out: Path, total: int, rng: random.Random, k:
     return {"mode": mode, "delay": round(delay, 2), "code": p.returncode, "forced": forced, "message": lines[-1] if lines else "", "problems": problems}
 
 
-def compare_sweeps(a: Path, b: Path) -> list[str]:
-    """Differences between two sweep folders, ignoring only the wall-clock fields."""
+def compare_sweeps(a: Path, b: Path, counts: dict[str, int] | None = None) -> list[str]:
+    """Differences between two sweep folders, ignoring only the wall-clock fields;
+    `counts` gets how many files were byte-identical and how many equal but for them."""
     import pyarrow.parquet as pq
 
+    counts = {} if counts is None else counts
+    counts.update(identical=0, wall_clock_only=0)
     diffs = []
     fa = {str(p.relative_to(a)) for p in a.rglob("*") if p.is_file()}
     fb = {str(p.relative_to(b)) for p in b.rglob("*") if p.is_file()}
@@ -178,7 +181,9 @@ def compare_sweeps(a: Path, b: Path) -> list[str]:
     for rel in sorted(fa & fb):
         x, y = (a / rel).read_bytes(), (b / rel).read_bytes()
         if x == y:
+            counts["identical"] += 1
             continue
+        counts["wall_clock_only"] += 1
         name = Path(rel).name
         if name == "summary.json":
             jx, jy = json.loads(x), json.loads(y)
@@ -253,10 +258,13 @@ def main(argv: list[str] | None = None) -> int:
     if r.returncode != 0:
         print(f"the final resume failed ({r.returncode}): {r.stderr[-500:]}")
         return 1
-    diffs = compare_sweeps(ref, res)
+    counts: dict[str, int] = {}
+    diffs = compare_sweeps(ref, res, counts)
     interrupted = sum(1 for h in history if h.get("code") in (130, 143))
     print(f"{interrupted} of {a.times} starts were interrupted ({sum(1 for h in history if h.get('forced'))} forced by a second Ctrl-C), "
           f"{failures} with a problem; after the final resume: {'identical to the uninterrupted sweep (but for the wall-clock fields)' if not diffs else 'DIFFERENT'}")
+    print(f"  {counts['identical'] + counts['wall_clock_only']} files compared: {counts['identical']} byte-identical, "
+          f"{counts['wall_clock_only']} (summary.json, index.parquet) equal but for the wall-clock fields")
     for d in diffs[:20]:
         print("  " + d)
     (work / "history.json").write_text(json.dumps(history, indent=1))
