@@ -20,9 +20,10 @@ second SIGINT shortly after the first (the forced exit). After each it checks:
 
 Then the sweep is resumed to its end and compared with a reference sweep run
 without interruption: the same files; every Parquet file, scenario.json,
-conservation.ok and sweep.json byte-identical; summary.json identical but for the
-wall-clock fields (`wall_seconds`, `events_per_second`); index.parquet identical
-but for those columns. The random moments come from --seed, so a failure can be
+conservation.ok, the report and sweep.json byte-identical; summary.json identical but
+for the wall-clock fields (`wall_seconds`, `events_per_second`); index.parquet
+identical but for those columns; manifest.json identical but for what records the
+sitting (start and wall time, command, run counts, working folder). The random moments come from --seed, so a failure can be
 replayed. Exit status 0 if every check held.
 """
 
@@ -41,6 +42,9 @@ import time
 from pathlib import Path
 
 WALL = ("wall_seconds", "events_per_second")
+# manifest.json records how and when a folder was made (the sitting: start time, wall
+# time, command, counts of this start): compared without those
+MANIFEST_SITTING = ("started", "wall_seconds", "command", "runs", "cwd")
 
 
 def sweep_cmd(out: Path, runs: int, jobs: int, compare: bool = True) -> list[str]:
@@ -185,9 +189,9 @@ def compare_sweeps(a: Path, b: Path, counts: dict[str, int] | None = None) -> li
             continue
         counts["wall_clock_only"] += 1
         name = Path(rel).name
-        if name == "summary.json":
+        if name in ("summary.json", "manifest.json"):
             jx, jy = json.loads(x), json.loads(y)
-            for k in WALL:
+            for k in WALL + (MANIFEST_SITTING if name == "manifest.json" else ()):
                 jx.pop(k, None), jy.pop(k, None)
             if jx != jy:
                 diffs.append(f"{rel}: differs beyond the wall-clock fields")
@@ -264,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{interrupted} of {a.times} starts were interrupted ({sum(1 for h in history if h.get('forced'))} forced by a second Ctrl-C), "
           f"{failures} with a problem; after the final resume: {'identical to the uninterrupted sweep (but for the wall-clock fields)' if not diffs else 'DIFFERENT'}")
     print(f"  {counts['identical'] + counts['wall_clock_only']} files compared: {counts['identical']} byte-identical, "
-          f"{counts['wall_clock_only']} (summary.json, index.parquet) equal but for the wall-clock fields")
+          f"{counts['wall_clock_only']} (summary.json, manifest.json, index.parquet) equal but for the wall-clock fields")
     for d in diffs[:20]:
         print("  " + d)
     (work / "history.json").write_text(json.dumps(history, indent=1))

@@ -289,6 +289,23 @@ class SweepResult:
     def run_dir(self, run: RunSpec | str) -> Path:
         return self.out / "runs" / (run if isinstance(run, str) else run.name)
 
+    def load(self):
+        """The sweep folder as an `aqmlab.Sweep` (runs, series, figures)."""
+        from .folders import Sweep
+
+        return Sweep(self.out)
+
+    def plot(self, kind: str, **style: Any):
+        """A matplotlib Figure of the sweep's series (`aqmlab.plots.kinds()`)."""
+        return self.load().plot(kind, **style)
+
+    def _repr_html_(self) -> str:
+        return self.load()._repr_html_()
+
+
+class SweepFailed(RuntimeError):
+    """Every run of a sweep failed (the message gives the first error)."""
+
 
 def build_grid(
     spec: Union[str, os.PathLike[str], Grid, Mapping[str, Any], None] = None,
@@ -459,10 +476,14 @@ def run_plan(
     label: str = "sweep",
     on_failure: Optional[Callable[[str, str], None]] = None,
     extra: Optional[Mapping[str, Any]] = None,
+    command: Optional[Sequence[str]] = None,
     force: bool = False,
     on_note: Optional[Callable[[str], None]] = None,
 ) -> SweepResult:
-    """Run (or resume) the runs of a validated plan into `out`."""
+    """Run (or resume) the runs of a validated plan into `out`; manifest.json records
+    how (the command line, host, versions, start and wall time of this sitting)."""
+    from . import manifest as _manifest
+
     jobs = inputs.positive(jobs, "jobs")
     out = Path(out).absolute()
     inputs.writable_dir(out, "out")
@@ -492,6 +513,7 @@ def run_plan(
         (fail_dir / f"{r.name}.json").unlink(missing_ok=True)
     tasks = [{"run": r.name, "scenario": r.scenario_json(), "dir": str(runs_dir / r.name), "report": reports} for r in todo]
     show = sys.stderr.isatty() if progress is None else progress
+    started = _manifest.now_utc()
     t0 = time.perf_counter()
     results: Optional[Iterator[dict[str, Any]]] = None
     interrupted = False
@@ -530,9 +552,15 @@ def run_plan(
     if compare and (res.ran + res.skipped) > 0:
         from . import comparison as _compare
 
+        from .progress import steps
+
         interrupts.note(f"all {len(plan.runs)} runs are done and indexed in {out}/index.parquet; the comparison report was not finished (the same command writes it)")
-        res.report = _compare.compare([out], out=out, title=f"{plan.grid.name}: {len(plan.runs)} runs", quiet=True).report
+        with steps("comparison", show) as step:
+            res.report = _compare.compare([out], out=out, title=f"{plan.grid.name}: {len(plan.runs)} runs", quiet=True, progress=step,
+                                          parallel=cluster is None).report  # no fork beside a Dask client's threads
         interrupts.note(None)
+    _write_json(out / _manifest.NAME, _manifest.make(started=started, wall_seconds=time.perf_counter() - t0, command=command,
+                                                       runs={"planned": len(plan.runs), "ran": res.ran, "skipped": res.skipped, "failed": res.failed}))
     return res
 
 
@@ -553,20 +581,47 @@ def sweep(
     progress: Optional[bool] = None,
     force: bool = False,
 ) -> SweepResult:
-    """Run every combination of a grid (see docs/sweeps.md).
+    """Run every combination of a grid in parallel into one folder with an index.
 
-    `spec` is a sweep file (TOML), a dict with the same keys, a `Grid`, or a base
-    scenario (built-in name or scenario file); the keywords add to it: `vary` (crossed
-    keys → values), `zip` (keys varied together), `levels` (named levels), `set`
-    (fixed overrides), `seeds` (a count or a list). Every combination is validated
-    before anything runs or is written. `cluster` is a Dask scheduler address or a
-    `distributed.Client`; by default the runs use `jobs` local processes (all cores).
-    A folder that holds a different sweep is refused unless `force`.
+    Every combination is validated before anything runs or is written; a sweep that
+    is stopped resumes where it stopped when started again with the same `out`.
+
+    Args:
+        spec: a sweep file (TOML), a dict with its keys, a `Grid`, or a base scenario
+            (built-in name or scenario file); the keywords add to it.
+        out: the sweep folder (resumed when it holds the same sweep).
+        scenario: the base scenario (replaces the spec's).
+        vary: keys to cross, each with its values: ``{"bottleneck.delay": ["48ms", "248ms"]}``.
+        zip: keys varied together, element by element (a dict, or a list of dicts).
+        levels: named levels: ``{"aqm": {"PIE": {"bottleneck.aqm.kind": "pie"}}}``.
+        set: fields fixed for every run.
+        seeds: a count (1..N) or a list of seeds.
+        jobs: local worker processes (default: all cores).
+        cluster: a Dask scheduler address or a `distributed.Client` (the folder must
+            be shared with the workers).
+        reports: also write report.html for every run.
+        compare: write the sweep's comparison report (report.html, figures/).
+        progress: show progress bars (default: when stderr is a terminal).
+        force: replace a different sweep already in `out` (the runs both share are
+            kept); without it such a folder is refused.
+
+    Returns:
+        A `SweepResult`: counts, `.query(sql)`, `.index()`, `.load()` (an `aqmlab.Sweep`).
+
+    Raises:
+        SweepFailed: every run failed (a script that sweeps then exits non-zero); with
+            some failures it returns, and `failed` and `failures` say which.
+        ScenarioError: a combination is not a valid scenario, `out` cannot be written,
+            or the largest run would not fit in memory (nothing is run).
     """
     inputs.positive(jobs, "jobs")
     g = build_grid(spec, scenario=scenario, vary=vary, zip=zip, levels=levels, set=set, seeds=seeds)
     plan = g.plan()
-    return run_plan(plan, out, jobs=jobs, cluster=cluster, reports=reports, compare=compare, progress=progress, label=g.name, force=force)
+    res = run_plan(plan, out, jobs=jobs, cluster=cluster, reports=reports, compare=compare, progress=progress, label=g.name, force=force)
+    if res.failed and not res.ran and not res.skipped:
+        first = next(iter(res.failures.items()))
+        raise SweepFailed(f"sweep: all {res.failed} runs failed (errors in {Path(out) / 'failures'}/); the first, {first[0]}: {first[1]}")
+    return res
 
 
 # -- the index ----------------------------------------------------------------------

@@ -218,7 +218,7 @@ fn emulate_bottleneck<'py>(
         cfg.spin = aqm::Duration::from_nanos(ns);
     }
     // a trace given here, or the scenario's own `bottleneck.trace`
-    if let Some(ms) = trace_ms.or_else(|| sc.bottleneck.trace.as_ref().map(|t| t.ms.to_vec())) {
+    if let Some(ms) = trace_ms.or_else(|| sc.dumbbell().and_then(|b| b.trace.as_ref()).map(|t| t.ms.to_vec())) {
         cfg = cfg.with_trace(aqmemu::Trace::new(ms).map_err(ScenarioError::new_err)?);
     }
     let fds = aqmemu::Fds { senders: tun_senders, receivers: tun_receivers, control };

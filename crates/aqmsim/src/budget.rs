@@ -16,11 +16,11 @@
 //! Packet counts are upper-ish bounds: a TCP group is assumed to keep the bottleneck
 //! busy for the whole run (a light load records fewer packets than estimated).
 
-use aqm::QueueLimit;
+use aqm::{QueueLimit, Rate};
 use serde::Serialize;
 
 use crate::endpoint::downloads::{FilesSpec, WebSpec};
-use crate::scenario::{Scenario, StartSpec, TrafficSpec};
+use crate::scenario::{resolve_limit, RateStep, Scenario, StartSpec, TrafficSpec};
 
 /// The simulator's own cost of each item, in bytes (peak heap, measured; records are
 /// columns that grow by doubling, so a column holds 1 to 2 times its rows: 1.5 here).
@@ -89,21 +89,20 @@ impl Estimate {
     }
 }
 
-/// Bytes the bottleneck can carry over the run: its rate (each step of a capacity
+/// Bytes a link side can carry over the run: its rate (each step of a capacity
 /// schedule for its span; a trace's mean rate) times the duration.
-fn capacity_bytes(sc: &Scenario) -> f64 {
+fn capacity_bytes(sc: &Scenario, rate: Rate, schedule: &[RateStep]) -> f64 {
     let end = sc.duration.as_secs_f64();
-    let b = &sc.bottleneck;
     let mut total = 0.0;
     let mut t = 0.0;
-    let mut rate = b.rate.bps() as f64;
-    for step in &b.schedule {
+    let mut r = rate.bps() as f64;
+    for step in schedule {
         let at = step.at.as_secs_f64().min(end);
-        total += rate * (at - t).max(0.0);
+        total += r * (at - t).max(0.0);
         t = at;
-        rate = step.rate.bps() as f64;
+        r = step.rate.bps() as f64;
     }
-    total += rate * (end - t).max(0.0);
+    total += r * (end - t).max(0.0);
     total / 8.0
 }
 
@@ -115,8 +114,8 @@ fn mean_start_s(s: &StartSpec) -> f64 {
 }
 
 /// Packets a buffer can hold, given the smallest packet that may fill it.
-fn buffer_packets(sc: &Scenario, q: QueueLimit, smallest: f64) -> f64 {
-    match sc.resolve_limit("buffer", q) {
+fn buffer_packets(q: QueueLimit, bdp: u64, smallest: f64) -> f64 {
+    match resolve_limit("buffer", q, bdp) {
         Ok(l) => match (l.packets, l.bytes) {
             (Some(p), Some(b)) => (p as f64).min(b as f64 / smallest),
             (Some(p), None) => p as f64,
@@ -127,39 +126,84 @@ fn buffer_packets(sc: &Scenario, q: QueueLimit, smallest: f64) -> f64 {
     }
 }
 
+/// One direction of a link, as the estimate sees it.
+struct Side {
+    name: String,
+    /// Bytes it can carry over the run.
+    cap: f64,
+    buffer: QueueLimit,
+    bdp: u64,
+}
+
+/// What a flow group sends.
+struct Group {
+    /// Data packets (TCP: what its route lets through, plus retransmissions; CBR: what
+    /// it sends) and ACKs, and their sizes in bytes.
+    data: f64,
+    acks: f64,
+    size: f64,
+    ack_size: f64,
+    tcp: bool,
+    /// Its route: (side index, carries the data (else the ACKs)).
+    route: Vec<(usize, bool)>,
+}
+
+/// The link sides of the scenario (the dumbbell's bottleneck and its reverse, or both
+/// sides of every link of a topology), and each group's route over them.
+fn sides(sc: &Scenario) -> (Vec<Side>, Vec<Vec<(usize, bool)>>) {
+    if let Some(b) = &sc.bottleneck {
+        let sides = vec![
+            Side { name: "bottleneck".into(), cap: capacity_bytes(sc, b.rate, &b.schedule), buffer: b.buffer, bdp: sc.bdp_bytes() },
+            Side { name: "bottleneck_rev".into(), cap: capacity_bytes(sc, b.rev_rate(), &[]), buffer: b.reverse_buffer.unwrap_or(b.buffer), bdp: sc.bdp_bytes() },
+        ];
+        return (sides, vec![vec![(0, true), (1, false)]; sc.flows.len()]);
+    }
+    let mut sides = Vec::new();
+    for (i, l) in sc.links.iter().enumerate() {
+        for fwd in [true, false] {
+            let (side, name) = l.side(fwd);
+            sides.push(Side { name, cap: capacity_bytes(sc, side.rate, &side.schedule), buffer: side.buffer, bdp: sc.link_bdp_bytes(i, fwd) });
+        }
+    }
+    let index = |l: usize, fwd: bool| 2 * l + (!fwd) as usize;
+    let routes = sc
+        .routes()
+        .unwrap_or_default()
+        .iter()
+        .map(|h| h.hops.iter().flat_map(|&(l, d)| [(index(l, d), true), (index(l, !d), false)]).collect())
+        .collect();
+    (sides, routes)
+}
+
 /// The memory a run of `sc` will take (see the module doc).
 pub fn estimate(sc: &Scenario) -> Estimate {
     let dur = sc.duration.as_secs_f64();
     let interval = sc.record.interval.as_secs_f64().max(1e-9);
     let samples = (dur / interval).floor();
-    let cap = capacity_bytes(sc);
+    let (sides, routes) = sides(sc);
 
     let mut flows = 0.0;
     let mut flow_samples = 0.0;
     let mut tcp_flows = 0.0;
-    let mut tcp_packet = f64::INFINITY; // the smallest data packet of the TCP groups
-    let mut cbr_packets = 0.0; // datagrams sent by the constant-rate groups
-    let mut cbr_bytes = 0.0;
     let mut transfers = 0.0;
-    let mut smallest: f64 = 1500.0; // the smallest data packet (forward direction)
-    for g in &sc.flows {
+    let mut groups = Vec::new();
+    let mut smallest: f64 = 1500.0; // the smallest data packet
+    for (gi, g) in sc.flows.iter().enumerate() {
         let c = &g.common;
         let n = c.count as f64;
         flows += n;
         let stop = c.stop.map_or(dur, |s| s.as_secs_f64().min(dur));
         let active = (stop - mean_start_s(&c.start)).max(0.0);
         flow_samples += n * ((dur - mean_start_s(&c.start)).max(0.0) / interval).floor();
+        let route = routes.get(gi).cloned().unwrap_or_default();
         if let Some((rate_bps, size)) = g.traffic.cbr() {
             let size = size.max(1) as f64;
-            let sent = n * active * rate_bps as f64 / 8.0 / size;
-            cbr_packets += sent;
-            cbr_bytes += sent * size;
             smallest = smallest.min(size);
+            groups.push(Group { data: n * active * rate_bps as f64 / 8.0 / size, acks: 0.0, size, ack_size: size, tcp: false, route });
         } else if let Some(tcp) = g.traffic.tcp() {
             let size = (tcp.mss.0 + tcp.header.0).max(1) as f64;
-            tcp_flows += n;
-            tcp_packet = tcp_packet.min(size);
             smallest = smallest.min(size);
+            tcp_flows += n;
             transfers += match &g.traffic {
                 // repeated downloads: one at the start, then at most one per think time
                 TrafficSpec::Files(FilesSpec(d)) | TrafficSpec::Web(WebSpec(d)) => n * (1.0 + active / d.think.mean().as_secs_f64().max(1e-3)),
@@ -167,32 +211,57 @@ pub fn estimate(sc: &Scenario) -> Estimate {
                 other if other.sizes().is_some() => n,
                 _ => 0.0,
             };
+            // TCP fills the narrowest side of its route for the whole run (a few
+            // percent more for retransmissions); one ACK per two data packets
+            let narrowest = route.iter().filter(|h| h.1).map(|h| sides[h.0].cap).fold(f64::INFINITY, f64::min);
+            let data = if narrowest.is_finite() { narrowest / size * 1.05 } else { 0.0 };
+            groups.push(Group { data, acks: data / 2.0, size, ack_size: tcp.header.0.max(1) as f64, tcp: true, route });
         }
     }
-    // forward packets: TCP fills what the constant-rate sources leave (a few percent
-    // more for retransmissions), the constant-rate sources send what they send
-    let tcp_data = if tcp_flows > 0.0 { ((cap - cbr_bytes).max(0.0) / tcp_packet) * 1.05 } else { 0.0 };
-    let arrivals = tcp_data + cbr_packets;
-    let departures = arrivals.min(cap / smallest.max(1.0));
-    // an event row for each arrival (enqueue or drop) and each departure
-    let fwd_rows = arrivals + departures;
-    // one ACK per two data packets (delayed ACKs), each enqueued and sent
-    let acks = tcp_data / 2.0;
-    let logs = |name: &str| sc.record.links.iter().any(|l| l == name);
-    let packet_rows = if sc.record.packets { (if logs("bottleneck") { fwd_rows } else { 0.0 }) + (if logs("bottleneck_rev") { 2.0 * acks } else { 0.0 }) } else { 0.0 };
+    // TCP groups sharing a side share it: scale their data down to what the side
+    // carries besides the constant-rate traffic (on the dumbbell: all of them share
+    // the bottleneck; TCP takes what the CBR groups leave)
+    for (si, side) in sides.iter().enumerate() {
+        let crossing = |g: &Group| g.route.iter().any(|h| h.0 == si && h.1);
+        let cbr: f64 = groups.iter().filter(|g| !g.tcp && crossing(g)).map(|g| g.data * g.size).sum();
+        let tcp: f64 = groups.iter().filter(|g| g.tcp && crossing(g)).map(|g| g.data * g.size).sum();
+        let room = (side.cap - cbr).max(0.0) * 1.05;
+        if tcp > room && tcp > 0.0 {
+            let k = room / tcp;
+            for g in groups.iter_mut().filter(|g| g.tcp && g.route.iter().any(|h| h.0 == si && h.1)) {
+                g.data *= k;
+                g.acks *= k;
+            }
+        }
+    }
+    // each side: an event row for each arrival (enqueue or drop) and each departure
+    let mut packet_rows = 0.0;
+    let mut queued = 0.0;
+    for (si, side) in sides.iter().enumerate() {
+        let arrivals: f64 = groups.iter().map(|g| g.route.iter().filter(|h| h.0 == si).map(|h| if h.1 { g.data } else { g.acks }).sum::<f64>()).sum();
+        // at most what the side can send of the smallest packets crossing it
+        let small = groups
+            .iter()
+            .flat_map(|g| g.route.iter().filter(|h| h.0 == si).map(move |h| if h.1 { g.size } else { g.ack_size }))
+            .fold(f64::INFINITY, f64::min);
+        let departures = if small.is_finite() { arrivals.min(side.cap / small) } else { 0.0 };
+        if sc.record.packets && sc.record.links.iter().any(|l| *l == side.name) {
+            packet_rows += arrivals + departures;
+        }
+        // packets queued or on a wire: the buffer full of the smallest data packets,
+        // at most what crosses it in the run
+        queued += buffer_packets(side.buffer, side.bdp, smallest).min(arrivals + flows * 10.0);
+    }
+    let tcp_data: f64 = groups.iter().filter(|g| g.tcp).map(|g| g.data).sum();
+    let cbr_packets: f64 = groups.iter().filter(|g| !g.tcp).map(|g| g.data).sum();
+    let acks: f64 = groups.iter().map(|g| g.acks).sum();
     let flow_series_rows = if sc.record.flow_series { flow_samples } else { 0.0 };
-    let link_series_rows = 2.0 * samples;
+    let link_series_rows = sides.len() as f64 * samples;
     let datagram_rows = if sc.record.datagrams { cbr_packets } else { 0.0 };
     // every ACK reaching a traced sender: the traced flows' share of the ACKs (a
     // quick ACK per segment at most)
     let traced = traced_flows(sc);
     let flow_trace_rows = if tcp_flows > 0.0 { tcp_data * (traced / tcp_flows).min(1.0) } else { 0.0 };
-    // packets queued or on a wire: the forward buffer full of the smallest data
-    // packets, at most what is sent in the run; ACKs queue in the reverse buffer only
-    // as far as there are data packets to acknowledge
-    let forward = buffer_packets(sc, sc.bottleneck.buffer, smallest).min(arrivals + flows * 10.0);
-    let reverse = buffer_packets(sc, sc.bottleneck.reverse_buffer.unwrap_or(sc.bottleneck.buffer), 40.0).min(forward);
-    let queued = forward + reverse;
 
     let items: [(&'static str, f64, f64, f64, &'static str); 8] = [
         ("flows", flows, core_cost::FLOW, process_cost::FLOW, "use fewer flows (flows[i].count)"),
@@ -202,7 +271,7 @@ pub fn estimate(sc: &Scenario) -> Estimate {
         ("record.flow_trace", flow_trace_rows, core_cost::FLOW_TRACE_ROW, process_cost::FLOW_TRACE_ROW, "trace fewer flows (record.flow_trace)"),
         ("transfers", transfers, core_cost::TRANSFER_ROW, process_cost::TRANSFER_ROW, "use fewer downloads (fewer flows, longer think times)"),
         ("timeseries", link_series_rows, core_cost::LINK_SERIES_ROW, process_cost::LINK_SERIES_ROW, "use a longer record.interval"),
-        ("queue", queued, core_cost::QUEUED_PACKET, 0.0, "use a smaller bottleneck.buffer"),
+        ("queue", queued, core_cost::QUEUED_PACKET, 0.0, "use smaller buffers"),
     ];
     let core = core_cost::BASE + items.iter().map(|(_, n, c, _, _)| n * c).sum::<f64>();
     let mut parts: Vec<Part> = items
@@ -212,7 +281,7 @@ pub fn estimate(sc: &Scenario) -> Estimate {
         .collect();
     parts.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.name.cmp(b.name)));
     let process = process_cost::BASE + core + items.iter().map(|(_, n, _, p, _)| n * p).sum::<f64>();
-    Estimate { core_bytes: sat(core), process_bytes: sat(process), parts, packets: sat(arrivals + acks) }
+    Estimate { core_bytes: sat(core), process_bytes: sat(process), parts, packets: sat(tcp_data + cbr_packets + acks) }
 }
 
 /// Flows named by `record.flow_trace` (ids, and whole groups by name).
@@ -245,7 +314,8 @@ mod tests {
     fn capacity_follows_the_rate_schedule() {
         // 10 Mbps for 10 s, then 20 Mbps for 10 s: 37.5 MB
         let s = sc(&["duration=\"20s\"", "bottleneck.schedule=[{at = \"10s\", rate = \"20Mbps\"}]"]);
-        assert_eq!(capacity_bytes(&s), 37_500_000.0);
+        let b = s.bottleneck.as_ref().unwrap();
+        assert_eq!(capacity_bytes(&s, b.rate, &b.schedule), 37_500_000.0);
     }
 
     #[test]

@@ -71,6 +71,8 @@ fn the_estimate_is_within_a_factor_of_two_of_the_measured_peak_and_never_far_bel
         ("flow samples, 300 flows", "madpie-proof", vec!["duration=\"60s\"", "flows.0.count=300", "record.packets=false"]),
         ("20,000 flows", "madpie-proof", [vec!["duration=\"2s\"", "flows.0.count=20000"], off.to_vec()].concat()),
         ("datagrams and downloads", "madpie-mix", vec!["duration=\"120s\"", "record.packets=false"]),
+        ("a parking lot of [[links]]", "parking-lot", vec!["duration=\"30s\""]),
+        ("AQMs in series", "aqm-series", vec!["duration=\"30s\""]),
     ];
     let mut report = Vec::new();
     for (what, name, o) in &cases {
