@@ -476,7 +476,7 @@ impl Pipe {
         let bl = self.qdisc.backlog();
         let probe = self.qdisc.probe();
         s.time_ns.push(rt);
-        s.link.push(index);
+        s.link.push(index as u16);
         s.capacity_bps.push(capacity);
         s.busy_ns.push(busy - m.busy);
         // The simulator counts a trace link's opportunities here; the emulator folds
