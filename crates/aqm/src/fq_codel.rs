@@ -312,6 +312,9 @@ impl crate::AqmParams for FqCodelParams {
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Box::new(FqCodel::new(self, limit))
     }
+    fn built_bytes<P: QPacket>(&self) -> usize {
+        std::mem::size_of::<FqCodel<P>>() + self.flows as usize * std::mem::size_of::<FlowQueue<P>>()
+    }
 }
 
 #[cfg(test)]
