@@ -79,6 +79,15 @@ def S(*sets: str) -> list[str]:
     return out
 
 
+def P(*sets: str) -> list[str]:
+    """`aqmlab run` with overrides on a 20 s version of the parking lot (a topology of
+    [[links]] with a route per flow group)."""
+    out = ["run", "parking-lot", "--set", "duration=20s"]
+    for x in sets:
+        out += ["--set", x]
+    return out
+
+
 CASES: list[Case] = [
     # -- scenario fields, through --set (the Rust core names the field by its path)
     Case("unknown-field", S("colour=red"), ["colour"]),
@@ -105,6 +114,14 @@ CASES: list[Case] = [
     Case("codel-interval-zero", S("bottleneck.aqm.kind=codel", "bottleneck.aqm.interval=0s"), ["bottleneck.aqm.interval"]),
     Case("fq-codel-no-flows", S("bottleneck.aqm.kind=fq_codel", "bottleneck.aqm.flows=0"), ["bottleneck.aqm.flows", "got 0"]),
     Case("fq-codel-four-billion-flows", S("bottleneck.aqm.kind=fq_codel", "bottleneck.aqm.flows=4294967295"), ["bottleneck.aqm.flows", "4294967295"]),
+    Case("dualpi2-coupling-zero", S("bottleneck.aqm.kind=dualpi2", "bottleneck.aqm.coupling_factor=0"), ["bottleneck.aqm.coupling_factor", "0"]),
+    Case("dualpi2-protection-150", S("bottleneck.aqm.kind=dualpi2", "bottleneck.aqm.classic_protection=150"), ["bottleneck.aqm.classic_protection", "150"]),
+    Case("fq-pie-no-flows", S("bottleneck.aqm.kind=fq_pie", "bottleneck.aqm.flows=0"), ["bottleneck.aqm.flows", "got 0"]),
+    Case("cake-overhead-300", S("bottleneck.aqm.kind=cake", "bottleneck.aqm.overhead=300"), ["bottleneck.aqm.overhead", "300"]),
+    Case("cake-mtu-zero", S("bottleneck.aqm.kind=cake", "bottleneck.aqm.mtu=0B"), ["bottleneck.aqm.mtu", "0"]),
+    Case("cake-bandwidth-zero", S("bottleneck.aqm.kind=cake", "bottleneck.aqm.bandwidth=0Mbps"), ["bottleneck.aqm.bandwidth"]),
+    Case("cobalt-increment-above-one", S("bottleneck.aqm.kind=cobalt", "bottleneck.aqm.blue_increment=2.0"), ["bottleneck.aqm.blue_increment", "2"]),
+    Case("pie-scale-gains-a-word", S("bottleneck.aqm.scale_gains=maybe"), ["bottleneck.aqm.scale_gains", "maybe"]),
     Case("ared-interval-1ns", S("bottleneck.aqm.kind=ared", "bottleneck.aqm.interval=1ns"), ["bottleneck.aqm.interval", "1ns"]),
     Case("reverse-rate-zero", S("bottleneck.reverse_rate=0Mbps"), ["bottleneck.reverse_rate"]),
     Case("reverse-aqm-unknown", S("bottleneck.reverse_aqm=blue"), ["bottleneck.reverse_aqm", "blue"]),
@@ -146,6 +163,25 @@ CASES: list[Case] = [
     Case("set-empty-key", S("=5"), ["--set"]),
     Case("set-empty-path-part", S("bottleneck..rate=5Mbps"), ["--set", "bottleneck..rate"]),
     Case("set-inside-a-string", S("duration.x=1"), ["duration", "string"]),
+    # -- topologies of [[links]] (the parking lot)
+    Case("link-rate-zero", P("links.0.rate=0Mbps"), ["links[0].rate", "zero"]),
+    Case("link-buffer-zero", P("links.0.buffer=0pkts"), ["links[0].buffer", "0pkts"]),
+    Case("link-delay-negative", P("links.0.delay=-1ms"), ["links[0].delay", "-1ms"]),
+    Case("link-aqm-unknown", P("links.0.aqm.kind=blue"), ["links[0].aqm.kind", "blue"]),
+    Case("link-aqm-bad-parameter", P("links.0.aqm.kind=fq_codel", "links.0.aqm.flows=0"), ["links[0].aqm.flows", "got 0"]),
+    Case("link-reverse-unknown-key", P("links.0.reverse.colour=red"), ["links[0].reverse.colour"]),
+    Case("link-name-twice", P('links.1.name="b1"'), ["links[1].name", "b1"]),
+    Case("link-to-itself", P('links.0.to="r1"'), ["links[0].to", "r1"]),
+    Case("links-empty", P("links=[]"), ["links", "at least one link"]),
+    Case("link-index-out-of-range", P("links.9.rate=1Mbps"), ["links.9", "9"]),
+    Case("links-and-bottleneck", P("bottleneck.rate=10Mbps"), ["links", "[bottleneck]", "not both"]),
+    Case("route-unknown-link", P('flows.0.route=["al", "zz"]'), ["flows[0].route[1]", "zz"]),
+    Case("route-not-connected", P('flows.0.route=["al", "b2"]'), ["flows[0].route[1]", "b2"]),
+    Case("route-crosses-a-link-twice", P('flows.0.route=["al", "b1", "b1"]'), ["flows[0].route[2]", "b1"]),
+    Case("route-empty", P("flows.0.route=[]"), ["flows[0].route", "at least one link"]),
+    Case("route-a-string", P('flows.0.route="al"'), ["flows[0].route", "al"]),
+    Case("record-unknown-link-side", P('record.links=["bottleneck"]'), ["record.links[0]", "bottleneck"]),
+    Case("topology-too-big-for-memory", P("flows.0.count=10000000"), ["memory", "10,000,008 flows", "fewer flows"]),
     # -- command-line values
     Case("seed-negative", ["run", "--seed", "-1"], ["--seed", "-1"]),
     Case("seed-2-to-the-70", ["run", "--seed", str(2**70)], ["--seed", str(2**70)]),
@@ -167,12 +203,12 @@ CASES: list[Case] = [
     Case("scenario-duplicate-group", ["run", "{IN}/dup.toml"], ["flows[1].name", "bulk"], files={"dup.toml": SMALL + b'[[flows]]\nname = "bulk"\n'}),
     Case("scenario-binary", ["run", "{IN}/random.toml"], ["random.toml", "UTF-8"], files={"random.toml": bytes(range(256))}),
     Case("too-many-flows-for-memory", S("flows.0.count=10000000"), ["memory", "10,000,000 flows", "fewer flows", "16.0 GB"]),
-    Case("too-many-packets-for-memory", S("duration=3000s", "bottleneck.rate=10Gbps", "record.flow_series=false"), ["memory", "packet records", "record.packets = false"]),
+    Case("too-many-packets-for-memory", S("duration=3000s", "bottleneck.rate=10Gbps", "access.rate=40Gbps", "record.flow_series=false"), ["memory", "packet records", "record.packets = false"]),
     Case("too-many-samples-for-memory", S("duration=1000s", "flows.0.count=100000", "record.packets=false"), ["memory", "flow samples", "record.flow_series = false"]),
     Case("memory-budget-unreadable", S(), ["AQMLAB_MEMORY_BUDGET", "lots"], env={"AQMLAB_MEMORY_BUDGET": "lots"}),
     Case("unknown-option", ["run", "--turbo"], ["--turbo"]),
     Case("two-scenarios", ["run", "madpie-proof", "madpie-mix"], ["madpie-mix"]),
-    Case("no-command", [], ["cmd"]),
+    Case("no-command", [], ["COMMAND"]),
     Case("unknown-command", ["frobnicate"], ["frobnicate"]),
     Case("show-seed-negative", ["show", "--seed", "-1"], ["--seed", "-1"]),
     Case("show-unknown-field", ["show", "--set", "colour=red"], ["colour"]),
@@ -226,6 +262,8 @@ CASES: list[Case] = [
     Case("reproduce-out-in-proc", ["reproduce", "madpie-proof", "--quick", "--out", "/proc/x"], ["out", "/proc/x"]),
     Case("validate-one-seed", ["validate", "ns3", "--seeds", "1"], ["--seeds", "1"]),
     Case("validate-jobs-zero", ["validate", "ns3", "--jobs", "0"], ["--jobs", "0"]),
+    Case("validate-linux-one-repeat", ["validate", "linux", "--repeats", "1"], ["--repeats", "1"]),
+    Case("validate-linux-unknown-case", ["validate", "linux", "nosuchcase", "--sim-only"], ["nosuchcase"]),
     Case("validate-unknown-reference", ["validate", "omnet"], ["omnet"]),
     Case("analyze-seed-negative", ["analyze", "pie-fluid", "--seed", "-1", "--out", "a"], ["--seed", "-1"]),
     Case("analyze-out-in-proc", ["analyze", "pie-fluid", "--no-sim", "--out", "/proc/x"], ["/proc/x"]),
