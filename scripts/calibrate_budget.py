@@ -7,7 +7,8 @@ would not fit in the machine's memory.
     python scripts/calibrate_budget.py --fit      # and least-squares costs per item
 
 Each case isolates a part of the estimate (packet records, flow samples, flows,
-datagram records) at two or three sizes; --fit regresses the measured peaks on the
+datagram records) at two or three sizes, or is a scenario as it is (the 1 Gbps
+dumbbell, topologies of [[links]], AQMs with flow queues); --fit regresses the measured peaks on the
 parts' counts to give the per-item costs that budget.rs's `process_cost` holds
 (those minus the simulator's own costs, `core_cost`, measured by the Rust test
 crates/aqmsim/tests/budget.rs with a counting allocator).
@@ -38,6 +39,12 @@ CASES: list[tuple[str, str, list[str]]] = [
     ("datagrams", "madpie-mix", ["duration=300s", "flows.0.count=40", "record.packets=false", "record.flow_series=false"]),
     ("everything, default scenario", "madpie-proof", []),
     ("everything, 1000 flows", "gbps-1000-flows", ["duration=20s", "record.packets=true", "record.flow_series=true"]),
+    ("gbps-1000-flows as it is", "gbps-1000-flows", []),
+    ("parking lot of [[links]]", "parking-lot", []),
+    ("parking lot, packets on b1 and b2", "parking-lot", ['record.links=["b1", "b2", "b1_rev"]']),
+    ("AQMs in series", "aqm-series", []),
+    ("FQ-CoDel, 65,536 queues", "madpie-proof", ["duration=10s", "bottleneck.aqm.kind=fq_codel", "bottleneck.aqm.flows=65536", *OFF]),
+    ("CAKE, 100 flows", "madpie-proof", ["duration=30s", "bottleneck.aqm.kind=cake", "flows.0.count=100", "record.packets=false"]),
 ]
 
 
@@ -70,10 +77,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--report", action="store_true", help="with report.html and its figures (the default of aqmlab run)")
+    ap.add_argument("--only", default=None, metavar="TEXT", help="only the cases whose name contains TEXT")
     a = ap.parse_args()
     rows = []
     print(f"{'case':<34} {'estimate':>10} {'measured':>10} {'ratio':>6}  parts")
     for name, sc, sets in CASES:
+        if a.only and a.only not in name:
+            continue
         est = estimate(sc, sets)
         got = measure(sc, sets, a.report)
         parts = {p["name"]: p["count"] for p in est["parts"]}

@@ -128,6 +128,11 @@ pub const VALUES: &[&str] = &[
     "\"bulk\"", "\"cbr\"", "\"files\"", "\"web\"", "\"transfer\"", "\"cubic\"", "\"newreno\"", "\"reno\"", "\"bbr\"", "\"vegas\"",
     "\"bottleneck\"", "\"bottleneck_rev\"", "[\"bottleneck\", \"bottleneck_rev\"]", "[0]", "[\"bulk\"]", "[{ at = \"1s\", rate = \"5Mbps\" }]",
     "{ kind = \"palermo\" }", "{ kind = \"drs\" }", "\"new\"", "\"persistent\"",
+    "\"dualpi2\"", "\"fq_pie\"", "\"cobalt\"", "\"cake\"", "{ kind = \"cake\", bandwidth = \"2Mbps\" }", "{ kind = \"dualpi2\", coupling_factor = 0 }",
+    // topologies: link and node names, routes, reverse sides
+    "\"l0\"", "\"l1\"", "\"n0\"", "\"n1\"", "[\"l0\"]", "[\"l0\", \"l1\"]", "[\"l1\", \"l0\"]", "[\"l0\", \"l0\"]", "[\"l0\", \"l2\"]", "[\"zz\"]",
+    "[\"b1\", \"b2\"]", "[\"al\", \"b1\", \"d1\"]", "[\"l0_rev\"]", "[\"b1\", \"b1_rev\"]", "{ aqm = \"codel\", rate = \"1Mbps\" }", "{ buffer = \"0pkts\" }",
+    "[{ name = \"x\", from = \"a\", to = \"b\", rate = \"1Mbps\", delay = \"1ms\", buffer = \"10pkts\" }]",
 ];
 
 /// Field paths to set: every part of the schema, and paths that do not exist.
@@ -149,6 +154,13 @@ pub const KEYS: &[&str] = &[
     "flows.0.tcp.rto_max", "flows.0.tcp.rto_initial", "flows.0.tcp.receive_window", "flows.0.tcp.receiver", "flows.0.tcp.receiver.kind",
     "flows.0.tcp.quickack", "flows.0.tcp.delack_timeout", "flows.0.tcp.cubic.beta", "flows.0.tcp.cubic.c",
     "flows.1.count", "flows.1.kind", "flows.1.rate", "flows.9.count",
+    "bottleneck.aqm.bandwidth", "bottleneck.aqm.coupling_factor", "bottleneck.aqm.overhead", "bottleneck.aqm.blue_increment",
+    "flows.0.path.sender_host", "flows.0.path.receiver_host",
+    // topologies of [[links]]
+    "links", "links.0.name", "links.0.from", "links.0.to", "links.0.rate", "links.0.delay", "links.0.buffer", "links.0.aqm",
+    "links.0.aqm.kind", "links.0.aqm.flows", "links.0.schedule", "links.0.reverse", "links.0.reverse.rate", "links.0.reverse.aqm",
+    "links.0.reverse.buffer", "links.1.name", "links.1.to", "links.1.rate", "links.3.from", "links.9.rate",
+    "flows.0.route", "flows.1.route", "flows.0.route.0",
     "", ".", "a..b", "flows.x.count", "flows.-1.count", "duration.x", "bottleneck.rate.x", "colour", "flows",
 ];
 
@@ -158,6 +170,7 @@ const LINES: &[&str] = &[
     "kind = \"cbr\"", "rate = \"5Mbps\"", "count = 3", "name = \"extra\"", "packets = false", "flow_series = false",
     "duration = \"2s\"", "aqm = \"codel\"", "buffer = \"10pkts\"", "start = \"0.5s\"", "stop = \"1s\"", "interval = \"10ms\"",
     "warmup = \"1s\"", "links = [\"bottleneck\", \"bottleneck_rev\"]", "flow_trace = [0]", "ecn = true", "cc = \"newreno\"",
+    "[[links]]", "[links.reverse]", "from = \"r1\"", "to = \"r2\"", "route = [\"b1\"]", "route = [\"b2\", \"b1\"]", "name = \"b1\"",
 ];
 
 /// A built-in scenario with a few random edits: lines deleted, duplicated, swapped,
@@ -208,9 +221,14 @@ pub fn mutated_builtin(m: &mut Mix) -> String {
     lines.join("\n")
 }
 
-/// A document assembled from valid pieces: a bottleneck with any registered AQM, one
-/// to three groups of any traffic kind, optional recording settings.
+/// A document assembled from valid pieces: a bottleneck with any registered AQM (or,
+/// one time in three, a topology of [[links]]: a chain of one to four links with any
+/// AQMs, each group routed over a stretch of it in either direction), one to three
+/// groups of any traffic kind, optional recording settings.
 pub fn assembled(m: &mut Mix) -> String {
+    if m.below(3) == 0 {
+        return assembled_topology(m);
+    }
     let kinds: Vec<&str> = aqm::AqmSpec::KINDS.iter().map(|k| k.kind).collect();
     let mut s = format!(
         "name = \"gen\"\nduration = \"{}\"\nseed = {}\n[bottleneck]\nrate = \"{}\"\ndelay = \"{}\"\nbuffer = \"{}\"\naqm = {{ kind = \"{}\" }}\n",
@@ -265,6 +283,46 @@ pub fn assembled(m: &mut Mix) -> String {
         }
         if m.below(4) == 0 {
             s += "path = { sender_delay = \"5ms\", flow_delay = { uniform = [\"0ms\", \"20ms\"] } }\n";
+        }
+    }
+    s
+}
+
+/// A chain of links n0 - n1 - ... with routes over stretches of it (see [`assembled`]).
+fn assembled_topology(m: &mut Mix) -> String {
+    let kinds: Vec<&str> = aqm::AqmSpec::KINDS.iter().map(|k| k.kind).collect();
+    let links = 1 + m.below(4);
+    let mut s = format!("name = \"gen-topology\"\nduration = \"{}\"\nseed = {}\n", m.pick(&["1s", "2s", "3s"]), m.below(1000));
+    for l in 0..links {
+        s += &format!(
+            "[[links]]\nname = \"l{l}\"\nfrom = \"n{l}\"\nto = \"n{}\"\nrate = \"{}\"\ndelay = \"{}\"\nbuffer = \"{}\"\naqm = {{ kind = \"{}\" }}\n",
+            l + 1,
+            m.pick(&["1Mbps", "5Mbps", "10Mbps", "100Mbps"]),
+            m.pick(&["0ms", "1ms", "10ms", "48ms"]),
+            m.pick(&["1pkts", "5pkts", "100pkts", "1bdp", "0.25bdp", "64KB"]),
+            kinds[m.below(kinds.len())],
+        );
+        if m.below(3) == 0 {
+            s += &format!("reverse = {{ aqm = \"{}\", rate = \"{}\" }}\n", kinds[m.below(kinds.len())], m.pick(&["1Mbps", "10Mbps"]));
+        }
+    }
+    if m.below(2) == 0 {
+        let side = format!("\"l{}{}\"", m.below(links), m.pick(&["", "_rev"]));
+        s += &format!("[record]\npackets = {}\nflow_series = {}\nlinks = [{side}]\n", m.below(2) == 0, m.below(2) == 0);
+    }
+    for g in 0..1 + m.below(3) {
+        // a stretch of the chain, forward or backward
+        let a = m.below(links);
+        let b = a + m.below(links - a);
+        let mut route: Vec<String> = (a..=b).map(|l| format!("\"l{l}\"")).collect();
+        if m.below(2) == 0 {
+            route.reverse();
+        }
+        s += &format!("[[flows]]\nname = \"g{g}\"\ncount = {}\nstart = {{ uniform = [\"0s\", \"0.5s\"] }}\nroute = [{}]\n", 1 + m.below(4), route.join(", "));
+        match m.below(4) {
+            0 => s += &format!("kind = \"cbr\"\nrate = \"{}\"\n", m.pick(&["100kbps", "1Mbps", "20Mbps"])),
+            1 => s += "kind = \"web\"\n",
+            _ => s += &format!("tcp = {{ cc = \"{}\", ecn = {} }}\n", m.pick(&["cubic", "newreno", "bbr"]), m.below(2) == 0),
         }
     }
     s
