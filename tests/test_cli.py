@@ -16,6 +16,7 @@ EXPECTED_FILES = {
     "datagrams.parquet",
     "flow_trace.parquet",
     "histograms.parquet",
+    "conservation.ok",
     "report.html",
     "manifest.json",
 }
@@ -28,6 +29,10 @@ def test_default_run_writes_every_file_and_prints_the_headline(cli, tmp_path):
     assert {p.name for p in d.iterdir()} == EXPECTED_FILES
     s = json.loads((d / "summary.json").read_text())
     assert s["scenario"] == "madpie-proof" and s["sim_seconds"] == 30
+    c = s["conservation"]
+    assert (d / "conservation.ok").read_text().splitlines()[0] == (
+        f"created {c['created']} = delivered {c['delivered']} + dropped {c['dropped']} + in flight {c['in_flight']}"
+    )
     assert "queueing delay p50" in out and "utilization" in out
     html = (d / "report.html").read_text()
     assert "id='fig-queue_delay_cdf'><img src='data:image/png;base64," in html and "madpie-proof" in html

@@ -308,7 +308,7 @@ def compare(
         paths = []
         if files:
             (out / "figures").mkdir(exist_ok=True)
-            (out / "figures" / f"{name}.png").write_bytes(png)
+            _write_bytes(out / "figures" / f"{name}.png", png)
             paths.append(f"figures/{name}.png")
         drawn.append((name, paths, plots.KINDS[kind].caption, png))
     if files:
@@ -320,9 +320,18 @@ def compare(
 
 
 def _write_text(path: Path, text: str) -> None:
+    _write_bytes(path, text.encode("utf-8"))
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """The whole file or the old one: an interruption leaves no half-written file (a
+    temporary left by a forced exit is removed when a sweep starts again)."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _draw_png(series: list[Series], req: tuple[str, str, Options]) -> Optional[bytes]:

@@ -6,7 +6,8 @@ Files written (DESIGN.md "What a run writes"; every column in docs/outputs.md):
 row per UDP datagram received), `flow_trace.parquet` (one row per ACK of the flows
 in `record.flow_trace`), `histograms.parquet` (the streaming histograms of the
 bottleneck's queueing delay, kept in every run), `scenario.json` (the scenario with all defaults, so that a
-run can be redrawn or repeated years later) and `report.html` with its figures. A run folder is written to a temporary sibling first and moved
+run can be redrawn or repeated years later), `conservation.ok` (the packet balances
+that were checked, see `aqmlab.conservation`) and `report.html` with its figures. A run folder is written to a temporary sibling first and moved
 into place, so a killed run leaves no half-written folder.
 """
 
@@ -25,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import measures
+from . import conservation, measures
 from .folders import TABLES, Run
 
 FORMAT_VERSION = 1
@@ -92,6 +93,8 @@ class RunResult(Run):
         self.meta: dict[str, Any] = json.loads(raw["meta"])
         self.params: dict[str, Any] = {}
         self._frames: dict[Any, Any] = {}
+        # every run's packets balance, or the run fails here (SimulationError)
+        self.conservation: list[str] = conservation.check(self.meta)
 
     @property
     def scenario(self) -> dict[str, Any]:
@@ -355,7 +358,9 @@ class RunResult(Run):
         """Write the run folder atomically (tables, summary.json, scenario.json,
         manifest.json, report.html); returns its path. `progress(done, total, what)`
         is called while the report's figures are drawn."""
-        out = check_out_dir(out_dir)
+        from .inputs import writable_dir
+
+        out = writable_dir(check_out_dir(out_dir), "out")
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
         umask = os.umask(0)
@@ -405,6 +410,7 @@ class RunResult(Run):
                 writer.join()
         if failure:
             raise failure[0]
+        (d / conservation.FILE).write_text("\n".join(self.conservation) + "\n")
         (d / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")  # last: a folder with a summary is whole
 
 
@@ -421,6 +427,7 @@ RUN_FILES = {
     "report.html",
     "figures",
     "manifest.json",
+    "conservation.ok",
     "series.csv",
 }
 
