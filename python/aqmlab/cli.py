@@ -74,16 +74,24 @@ def headline_table(summary: dict[str, Any], title: str):
 
 
 def _prewarm() -> None:
-    """Import what the results need (numpy, pyarrow, the report's code) while the
-    simulation runs: the core releases the GIL. pandas and matplotlib are left to the
-    report's two processes, which import them side by side after its fork."""
+    """While the simulation runs (the core releases the GIL), import on the other core
+    what writing the run folder needs (numpy, pyarrow and its Parquet writer, pandas,
+    which pyarrow loads as soon as it converts an array, the report's code) and ask git
+    for the manifest's commit: together they take longer than the default run's
+    simulation."""
     import threading
 
     def imports() -> None:
         try:
             import pyarrow.parquet  # noqa: F401
 
-            from . import comparison, report, results  # noqa: F401
+            from . import comparison, manifest, plots_svg, report, results  # noqa: F401
+
+            import pandas  # noqa: F401
+            import pyarrow.compute  # noqa: F401
+
+            manifest.source_commit()
+            manifest.rustc_version()
         except Exception:  # noqa: BLE001 - the real import reports it later
             pass
 
@@ -152,7 +160,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         return _err(str(e))
     name = resolved["name"]
     out = Path(a.out) if a.out else default_out(name, resolved["seed"], a.set)
-    from .results import check_out_dir, is_run_dir
+    from .folders import check_out_dir, is_run_dir
 
     try:
         check_out_dir(out)
