@@ -388,7 +388,7 @@ def render(series: list[Series], requests: Sequence[tuple[str, str, Options]], *
     pid, rfd = None, None
     if parallel and n >= 4 and hasattr(os, "fork"):
         for t in threading.enumerate():  # no import half-done in another thread at the fork
-            if t.name == "aqmlab-prewarm":
+            if t.name.startswith("aqmlab-prewarm"):
                 t.join()
         theirs = list(range(1, n, 2))
         rfd, wfd = os.pipe()
