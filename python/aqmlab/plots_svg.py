@@ -228,7 +228,7 @@ def drop_causes(series, opt):
     data = [(s, d) for s, d in data if d is not None and sum(len(v) for v in d.values())]
     if not data:
         return None
-    fig = Figure(640, title=_title(opt, "Drop causes and the queueing delay at the drop" + P.pooled([s for s, _ in data])))
+    fig = Figure(700, title=_title(opt, "Drop causes and the queueing delay at the drop" + P.pooled([s for s, _ in data])))
     ax = fig.axes(280)
     shapes = "oDX"
     for i, (s, d) in enumerate(data):
@@ -246,7 +246,7 @@ def drop_causes(series, opt):
     if len(data) > 1:
         entries += [svg.marker_entry(f"median: {P._label(s, opt)}", s.color, shapes[i % len(shapes)]) for i, (s, _) in enumerate(data)]
     fig.legend(entries)
-    ax.set(xlabel="queueing delay at the drop (ms): bar 5th–95th percentile, marker the median", ylabel="share of the drops", ylim=(-0.02, 1.05), xlim=(0, None))
+    ax.set(xlabel="queueing delay when the drop happened (ms): bar 5th–95th percentile, marker the median", ylabel="share of the drops", ylim=(-0.02, 1.05), xlim=(0, None))
     return fig
 
 

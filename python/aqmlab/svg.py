@@ -72,9 +72,8 @@ def nice_ticks(lo: float, hi: float, n: int = 6) -> np.ndarray:
         step = k * mag
         if (hi - lo) / step <= n:
             break
-    first = math.ceil(lo / step - 1e-9) * step
-    ticks = np.arange(first, hi + step * 1e-9, step)
-    return np.round(ticks / step) * step  # no 0.30000000000000004
+    k = np.arange(math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9) + 1)
+    return np.round(k * step, max(0, 3 - int(math.floor(math.log10(step)))))  # 0.6, not 0.6000000000000001
 
 
 def tick_labels(ticks: np.ndarray) -> list[str]:
@@ -85,11 +84,7 @@ def tick_labels(ticks: np.ndarray) -> list[str]:
     dec = 0
     while dec < 6 and not np.allclose(np.round(ticks, dec), ticks, rtol=0, atol=step * 1e-6):
         dec += 1
-    out = []
-    for t in ticks:
-        s = f"{t:.{dec}f}"
-        out.append("0" if s.strip("-0.") == "" else s)
-    return out
+    return [f"{0.0 if t == 0 else t:.{dec}f}" for t in ticks]  # never "-0"
 
 
 def log_ticks(lo: float, hi: float) -> np.ndarray:
@@ -384,7 +379,7 @@ class Figure:
         else:
             xt = nice_ticks(x0, x1, 7)
             xl = tick_labels(xt)
-        yt = nice_ticks(y0, y1, 5)
+        yt = nice_ticks(y0, y1, 6)
         yl = tick_labels(yt)
         ywidth = max((text_width(s) for s in yl), default=10.0)
         left = ywidth + 10 + (FONT + 6 if ax.ylabel else 0)
