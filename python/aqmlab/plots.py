@@ -13,7 +13,10 @@ serves one run and many alike. The data come from the measures layer
 returns None and is left out of reports.
 
 Figures are built on `matplotlib.figure.Figure` directly: this module never selects a
-backend nor imports pyplot, so a notebook keeps its inline backend. Every series keeps
+backend nor imports pyplot, so a notebook keeps its inline backend. Report pages draw
+the same kinds as SVG instead (`draw_svg`, `aqmlab.plots_svg`): the same data, from
+the helpers below that both drawings share, the same colours, titles and labels, in
+milliseconds and without importing matplotlib. Every series keeps
 one colour in every figure (its place in the comparison), from a colour-blind-safe
 palette (Okabe & Ito; beyond eight series, viridis); legends sit outside the axes.
 Styles: "report" (screen), "paper" (a 3.5 in column, 8 pt), "slides" (16:9, 14 pt).
@@ -214,10 +217,43 @@ def _title(fig: Any, opt: Options, default: str) -> None:
 # -- distributions --------------------------------------------------------------------------------
 
 
-def _cdf(series: list["Series"], opt: Options, values: Callable[["Series"], Optional[np.ndarray]], xlabel: str, ylabel: str, title: str,
-         clip_pct: Optional[float], xlim: Optional[tuple[float, float]] = None):
-    data = [(s, values(s)) for s in series]
+@dataclass(frozen=True)
+class Cdf:
+    """A CDF kind: the values of a series, the axes' labels, the title, the percentile
+    of the widest series where the x axis ends (None: `xlim`)."""
+
+    values: Callable[["Series", Options], Optional[np.ndarray]]
+    xlabel: Callable[[Options], str]
+    ylabel: str
+    title: str
+    clip_pct: Optional[float] = 99.5
+    xlim: Optional[tuple[float, float]] = None
+
+
+CDFS = {
+    "queue_delay_cdf": Cdf(lambda s, opt: s.queue_delays_at(opt.link), lambda opt: f"queueing delay at the {opt.link} (ms)", "CDF (fraction of packets)",
+                           "Queueing delay per packet"),
+    "utilization_cdf": Cdf(lambda s, opt: s.utilization_at(opt.link), lambda opt: f"{opt.link} utilization (fraction of each interval)",
+                           "CDF (fraction of intervals)", "Utilization", None, (0, 1.02)),
+    "bulk_goodput_cdf": Cdf(lambda s, opt: s.interval_goodputs(m.kinds_of("bulk"), opt.classes), lambda opt: "goodput of a bulk flow per interval (Mbps)",
+                            "CDF (fraction of flow-intervals)", "Goodput of the bulk flows per interval"),
+}
+
+
+def cdf_data(series: list["Series"], opt: Options, kind: str) -> Optional[list[tuple["Series", np.ndarray]]]:
+    """The series with values for CDF kind `kind`, and their values (None: no data;
+    bulk_goodput_cdf needs bulk classes)."""
+    if kind == "bulk_goodput_cdf" and not any(s.classes_of(m.kinds_of("bulk")) for s in series):
+        return None
+    data = [(s, CDFS[kind].values(s, opt)) for s in series]
     data = [(s, v) for s, v in data if v is not None and len(v)]
+    return data or None
+
+
+def _cdf(series: list["Series"], opt: Options, kind: str):
+    spec = CDFS[kind]
+    xlabel, ylabel, title, clip_pct, xlim = spec.xlabel(opt), spec.ylabel, spec.title, spec.clip_pct, spec.xlim
+    data = cdf_data(series, opt, kind)
     if not data:
         return None
     panels = _facets([s for s, _ in data], opt)
@@ -254,12 +290,11 @@ def _cdf(series: list["Series"], opt: Options, values: Callable[["Series"], Opti
 
 
 def queue_delay_cdf(series, opt):
-    return _cdf(series, opt, lambda s: s.queue_delays_at(opt.link), f"queueing delay at the {opt.link} (ms)", "CDF (fraction of packets)", "Queueing delay per packet", 99.5)
+    return _cdf(series, opt, "queue_delay_cdf")
 
 
 def utilization_cdf(series, opt):
-    return _cdf(series, opt, lambda s: s.utilization_at(opt.link), f"{opt.link} utilization (fraction of each interval)", "CDF (fraction of intervals)",
-                "Utilization", None, xlim=(0, 1.02))
+    return _cdf(series, opt, "utilization_cdf")
 
 
 def class_delay_cdf(series, opt):
@@ -418,10 +453,7 @@ def box_stats(v: Any) -> np.ndarray:
 
 def bulk_goodput_cdf(series, opt):
     """Kuhn & Ros Fig. 8: CDF of the bulk flows' goodput, per flow and per interval."""
-    if not any(s.classes_of(m.kinds_of("bulk")) for s in series):
-        return None
-    return _cdf(series, opt, lambda s: s.interval_goodputs(m.kinds_of("bulk"), opt.classes), "goodput of a bulk flow per interval (Mbps)",
-                "CDF (fraction of flow-intervals)", "Goodput of the bulk flows per interval", 99.5)
+    return _cdf(series, opt, "bulk_goodput_cdf")
 
 
 CBR_PCTS = (5, 25, 50, 75, 95)

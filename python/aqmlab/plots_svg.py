@@ -43,24 +43,23 @@ def _grid(n: int, title: str, cell: float = CELL) -> Figure:
 # -- distributions --------------------------------------------------------------------------------
 
 
-def _cdf(series, opt, values: Callable[["Series"], Optional[np.ndarray]], xlabel: str, ylabel: str, title: str,
-         clip_pct: Optional[float], xlim: Optional[tuple[float, float]] = None) -> Optional[Figure]:
-    data = [(s, values(s)) for s in series]
-    data = [(s, v) for s, v in data if v is not None and len(v)]
+def _cdf(series, opt, kind: str) -> Optional[Figure]:
+    spec = P.CDFS[kind]
+    data = P.cdf_data(series, opt, kind)
     if not data:
         return None
     panels = P._facets([s for s, _ in data], opt)
     vals = {id(s): v for s, v in data}
     colors = P._facet_colors(panels, opt)
-    fig = _grid(len(panels), _title(opt, title + P.pooled([s for s, _ in data])))
+    fig = _grid(len(panels), _title(opt, spec.title + P.pooled([s for s, _ in data])))
     for i, (name, grp) in enumerate(panels):
         ax = fig.axes(230)
-        hi = max(np.nanpercentile(vals[id(s)], clip_pct) for s in grp) * 1.05 if clip_pct else None
+        hi = max(np.nanpercentile(vals[id(s)], spec.clip_pct) for s in grp) * 1.05 if spec.clip_pct else None
         for s in grp:
             x, y = m.ecdf_points(vals[id(s)])
             ax.line(x, y, colors[id(s)], label=P._label(s, opt))
-        ax.set(xlabel=xlabel, ylabel=ylabel if i % 3 == 0 else "", ylim=(0, 1.01),
-               xlim=xlim if xlim else (0, hi if hi and hi > 0 else None), title=f"{P._short(opt.facet)} = {name}" if opt.facet else None)
+        ax.set(xlabel=spec.xlabel(opt), ylabel=spec.ylabel if i % 3 == 0 else "", ylim=(0, 1.01),
+               xlim=spec.xlim if spec.xlim else (0, hi if hi and hi > 0 else None), title=f"{P._short(opt.facet)} = {name}" if opt.facet else None)
     labels: dict[str, str] = {}
     for s in dict.fromkeys(s for _, g in panels for s in g):
         labels.setdefault(P._label(s, opt), colors[id(s)])
@@ -70,19 +69,15 @@ def _cdf(series, opt, values: Callable[["Series"], Optional[np.ndarray]], xlabel
 
 
 def queue_delay_cdf(series, opt):
-    return _cdf(series, opt, lambda s: s.queue_delays_at(opt.link), f"queueing delay at the {opt.link} (ms)", "CDF (fraction of packets)", "Queueing delay per packet", 99.5)
+    return _cdf(series, opt, "queue_delay_cdf")
 
 
 def utilization_cdf(series, opt):
-    return _cdf(series, opt, lambda s: s.utilization_at(opt.link), f"{opt.link} utilization (fraction of each interval)", "CDF (fraction of intervals)",
-                "Utilization", None, xlim=(0, 1.02))
+    return _cdf(series, opt, "utilization_cdf")
 
 
 def bulk_goodput_cdf(series, opt):
-    if not any(s.classes_of(m.kinds_of("bulk")) for s in series):
-        return None
-    return _cdf(series, opt, lambda s: s.interval_goodputs(m.kinds_of("bulk"), opt.classes), "goodput of a bulk flow per interval (Mbps)",
-                "CDF (fraction of flow-intervals)", "Goodput of the bulk flows per interval", 99.5)
+    return _cdf(series, opt, "bulk_goodput_cdf")
 
 
 def class_delay_cdf(series, opt):
