@@ -193,3 +193,14 @@ def test_the_report_page_embeds_svg_figures_and_no_matplotlib(tmp_path):
     figs = re.findall(r"<figure id='fig-([a-z_]+)'><svg ", html)
     assert {"queue_delay_cdf", "utilization_cdf", "goodput_delay", "queue_delay_time", "goodput", "cwnd_time"} <= set(figs)
     assert "data:image/png" not in html and "<script" not in html
+
+
+def test_a_kind_without_an_svg_drawing_is_embedded_as_png(mix, tmp_path, monkeypatch):
+    from aqmlab import plots_svg
+
+    monkeypatch.delitem(plots_svg.KINDS, "utilization_cdf")
+    res = comparison.compare([], tmp_path / "cmp", runs=mix[0].runs, figures=["queue_delay_cdf", "utilization_cdf"], files=False)
+    html = res.report.read_text()
+    assert re.search(r"<figure id='fig-queue_delay_cdf'><svg ", html)
+    assert re.search(r"<figure id='fig-utilization_cdf'><img src='data:image/png;base64,", html)
+    assert not (tmp_path / "cmp" / "figures").exists()
