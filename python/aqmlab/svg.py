@@ -388,13 +388,13 @@ class Figure:
         return {"x": (x0, x1), "y": (y0, y1), "xt": xt, "xl": xl, "yt": yt, "yl": yl, "left": left, "xlab_h": xlab_h, "rot": rot}
 
     def _panel_height(self, ax: Axes, p: dict[str, Any]) -> float:
-        top = FONT + 8 if ax.title else 4
+        top = FONT + 11 if ax.title else 4
         bottom = (p["xlab_h"] if ax.show_xticklabels else 4) + (FONT + 8 if ax.xlabel else 2)
         return top + ax.height + bottom
 
     def _panel(self, ax: Axes, p: dict[str, Any], ident: str, cx: float, cy: float, cw: float, ch: float, left: float) -> str:
         o: list[str] = []
-        top = FONT + 8 if ax.title else 4
+        top = FONT + 11 if ax.title else 4
         px0, px1 = cx + left, cx + cw - 14
         py0, py1 = cy + top, cy + top + ax.height  # py0 top of the plot area
         (x0, x1), (y0, y1) = p["x"], p["y"]
