@@ -98,21 +98,37 @@ def headline_table(summary: dict[str, Any], title: str):
     return t
 
 
-def _prewarm() -> None:
-    """Import what the results need (numpy, pyarrow, the report's code) while the
-    simulation runs: the core releases the GIL. pandas and matplotlib are left to the
-    report's two processes, which import them side by side after its fork."""
+def _prewarm(report: bool) -> None:
+    """While the simulation runs (the core releases the GIL), import on the other core
+    what writing the run folder needs (numpy, pyarrow and its Parquet writer; with the
+    report also pandas, which its measures read tables with, and the report's code)
+    and ask git for the manifest's commit: together they take longer than the default
+    run's simulation."""
     import threading
 
     def imports() -> None:
         try:
             import pyarrow.parquet  # noqa: F401
 
-            from . import comparison, report, results  # noqa: F401
+            from . import results  # noqa: F401
+
+            if report:
+                from . import comparison, plots_svg  # noqa: F401
+                from . import report as _report  # noqa: F401
+
+                import pandas  # noqa: F401
+                import pyarrow.compute  # noqa: F401
         except Exception:  # noqa: BLE001 - the real import reports it later
             pass
 
+    def manifest() -> None:  # mostly waiting for git
+        from . import manifest
+
+        manifest.source_commit()
+        manifest.rustc_version()
+
     threading.Thread(target=imports, name="aqmlab-prewarm", daemon=True).start()
+    threading.Thread(target=manifest, name="aqmlab-prewarm-manifest", daemon=True).start()
 
 
 def default_out(name: str, seed: int, overrides: Sequence[str]) -> Path:
@@ -177,7 +193,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         return _err(str(e))
     name = resolved["name"]
     out = Path(a.out) if a.out else default_out(name, resolved["seed"], a.set)
-    from .results import check_out_dir, is_run_dir
+    from .folders import check_out_dir, is_run_dir
 
     try:
         check_out_dir(inputs.writable_dir(out))
@@ -189,8 +205,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     if out.is_dir() and any(out.iterdir()) and is_run_dir(out):
         print(f"aqmlab: replacing the run in {out}/", file=sys.stderr)
     show_bar = sys.stderr.isatty() and not a.quiet
-    if not a.no_report:
-        _prewarm()
+    _prewarm(not a.no_report)
     interrupts.note(f"the run was stopped; nothing written to {out}")
     try:
         with _progress_runner(f"{name}", show_bar) as cb:
