@@ -58,6 +58,10 @@ pub trait Observe<P: QPacket> {
     fn dequeued(&mut self, t: Time, p: &P, sojourn: Duration, q: &Qdisc<P>, marked: Option<Cause>);
     /// Dropped (at the arrival, or from inside the queue with its sojourn).
     fn dropped(&mut self, t: Time, d: &Dropped<P>, q: &Qdisc<P>);
+    /// Takes back a dropped packet once [`Observe::dropped`] has seen it (the
+    /// emulator returns its buffer to its pool); by default it is simply dropped.
+    #[inline]
+    fn recycle(&mut self, _p: P) {}
 }
 
 /// An observer that records nothing.
@@ -336,6 +340,7 @@ impl<P: QPacket> Link<P> {
     fn report_drops<O: Observe<P>>(&mut self, t: Time, drops: &mut Vec<Dropped<P>>, obs: &mut O) {
         for d in drops.drain(..) {
             obs.dropped(t, &d, &self.qdisc);
+            obs.recycle(d.pkt);
         }
     }
 
@@ -585,6 +590,31 @@ mod tests {
             got.extend(out.drain(..).map(|s| (s.pkt.uid, s.start.as_nanos(), s.end.as_nanos())));
         }
         got
+    }
+
+    /// Counts the packets handed back after their drop.
+    struct Recycler(Vec<u64>);
+    impl Observe<Packet> for Recycler {
+        type Info = ();
+        fn info(&self, _p: &Packet) {}
+        fn enqueued(&mut self, _t: Time, _p: (), _q: &Qdisc<Packet>, _m: Option<Cause>) {}
+        fn dequeued(&mut self, _t: Time, _p: &Packet, _s: Duration, _q: &Qdisc<Packet>, _m: Option<Cause>) {}
+        fn dropped(&mut self, _t: Time, _d: &Dropped<Packet>, _q: &Qdisc<Packet>) {}
+        fn recycle(&mut self, p: Packet) {
+            self.0.push(p.uid);
+        }
+    }
+
+    #[test]
+    fn a_dropped_packet_is_handed_back_to_the_observer() {
+        // one packet on the wire, one waiting (buffer of 1): the third and fourth are refused
+        let mut l = link(Rate::from_mbps(10), &AqmSpec::default(), Limit::packets(1));
+        let mut obs = Recycler(Vec::new());
+        for uid in 0..4 {
+            l.enqueue(pkt(uid, 1500), Time::ZERO, &mut obs, &mut Vec::new());
+        }
+        assert_eq!(obs.0, [2, 3]);
+        assert_eq!(l.stats().drops[0], 2);
     }
 
     #[test]
