@@ -460,19 +460,26 @@ impl<P: QPacket> Link<P> {
     // ---- counters ---------------------------------------------------------------
 
     /// Capacity offered up to `now`, in bits: the integral of the rate for a rate
-    /// link, full opportunities for a trace link.
+    /// link, full opportunities before `now` for a trace link (see
+    /// [`Link::opportunities`]).
     pub fn capacity_bits(&self, now: Time) -> u128 {
         match &self.shaper {
             Shaper::Rate { .. } => (self.cap_bitns + self.rate.bps() as u128 * now.saturating_since(self.cap_mark).as_nanos() as u128) / 1_000_000_000,
-            Shaper::Trace { trace, .. } => trace.count_upto(now) as u128 * TRACE_BYTES as u128 * 8,
+            Shaper::Trace { trace, .. } => Self::offered(trace, now) as u128 * TRACE_BYTES as u128 * 8,
         }
     }
 
-    /// Trace links: (opportunities offered up to `now`, opportunities used).
+    /// Opportunities before `now`: those at `now` come after a sample at `now`, as
+    /// its other operations do, and count in the next interval with what they carry.
+    fn offered(trace: &LinkTrace, now: Time) -> u64 {
+        if now == Time::ZERO { 0 } else { trace.count_upto(Time::from_nanos(now.as_nanos() - 1)) }
+    }
+
+    /// Trace links: (opportunities offered before `now`, opportunities used).
     fn opportunities(&self, now: Time) -> (u64, u64) {
         match &self.shaper {
             Shaper::Rate { .. } => (0, 0),
-            Shaper::Trace { trace, used, .. } => (trace.count_upto(now), *used),
+            Shaper::Trace { trace, used, .. } => (Self::offered(trace, now), *used),
         }
     }
 
@@ -685,5 +692,32 @@ mod tests {
         });
         let got = drive(&mut l, &[(500_000, 3000), (3_000_000, 1500)], Time::from_millis(30));
         assert_eq!(got, vec![(500_000, 1_000_000, 1_000_000), (3_000_000, 10_000_000, 10_000_000)]);
+    }
+
+    #[test]
+    fn an_opportunity_at_a_sample_s_time_counts_in_the_next_interval_with_what_it_carries() {
+        // opportunities at 5, 10, 15, 20 ms, ...; three packets queued at 0; samples
+        // every 10 ms, each taken before the operations at its own time
+        let trace = LinkTrace { file: None, ms: std::sync::Arc::new(vec![5, 10]) };
+        let mut l: Link<Packet> = Link::new(LinkConfig {
+            name: "x",
+            rate: Rate::from_mbps(1),
+            delay: Duration::ZERO,
+            limit: Limit::packets(10),
+            aqm: &AqmSpec::default(),
+            schedule: Vec::new(),
+            trace: Some(trace),
+            rng: crate::rng::stream(1, "x"),
+        });
+        let mut r = LinkSeries::default();
+        let iv = Duration::from_millis(10);
+        let before = |ms: u64| Time::from_nanos(ms * 1_000_000 - 1);
+        assert_eq!(drive(&mut l, &[(0, 1500), (0, 1500), (0, 1500)], before(10)).len(), 1);
+        l.sample(Time::from_millis(10), iv, 0, &mut r);
+        assert_eq!(drive(&mut l, &[], before(20)).len(), 2);
+        l.sample(Time::from_millis(20), iv, 0, &mut r);
+        // [0, 10) ms: the opportunity at 5 ms; [10, 20) ms: those at 10 and 15 ms
+        assert_eq!((r.opportunities, r.opportunities_used, r.tx_packets), (vec![1, 2], vec![1, 2], vec![1, 2]));
+        assert_eq!(r.capacity_bps, [1_200_000, 2_400_000]);
     }
 }
