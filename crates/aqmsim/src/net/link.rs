@@ -27,7 +27,7 @@ use aqm::{Backlog, Cause, Ctx, Departure, Dropped, Duration, Limit, Qdisc, QPack
 
 use super::trace::{LinkTrace, TRACE_BYTES};
 use crate::engine::Key;
-use crate::record::LinkSeries;
+use crate::record::{LinkInfo, LinkSeries};
 use crate::rng::SimRng;
 
 pub use eager::Eager;
@@ -237,6 +237,12 @@ impl<P: QPacket> Link<P> {
     }
     pub fn set_sampled(&mut self, on: bool) {
         self.sampled = on;
+    }
+
+    /// The link as a run's metadata describes it, with these counters (its own
+    /// [`Link::stats`], or a copy taken earlier).
+    pub fn info(&self, stats: Stats) -> LinkInfo {
+        LinkInfo { name: self.name.clone(), rate_bps: self.rate.bps(), delay_ns: self.delay.as_nanos(), aqm: self.aqm_kind().to_string(), limit_packets: self.limit.packets, limit_bytes: self.limit.bytes, stats }
     }
 
     /// Can this link be run eagerly: a DropTail rate link with no rate schedule?
@@ -649,6 +655,8 @@ mod tests {
         assert_eq!((st.arrivals, st.enqueued, st.dequeued, st.drops[0]), (6, 5, 5, 1));
         assert!(l.conserved());
         assert_eq!(l.sent_until(Time::from_millis(11)), (5_200_000, 6500, 5));
+        let info = l.info(l.stats());
+        assert_eq!((info.name.as_str(), info.rate_bps, info.aqm.as_str(), info.limit_packets, info.stats.arrivals), ("x", 10_000_000, "droptail", Some(2), 6));
     }
 
     #[test]
