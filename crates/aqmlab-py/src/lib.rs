@@ -217,9 +217,9 @@ fn emulate_bottleneck<'py>(
     if let Some(ns) = spin_ns {
         cfg.spin = aqm::Duration::from_nanos(ns);
     }
-    // a trace given here, or the scenario's own `bottleneck.trace`
-    if let Some(ms) = trace_ms.or_else(|| sc.bottleneck.trace.as_ref().map(|t| t.ms.to_vec())) {
-        cfg = cfg.with_trace(aqmemu::Trace::new(ms).map_err(ScenarioError::new_err)?);
+    // a trace given here instead of the scenario's rate or `bottleneck.trace`
+    if let Some(ms) = trace_ms {
+        cfg = cfg.with_trace(ms).map_err(ScenarioError::new_err)?;
     }
     let fds = aqmemu::Fds { senders: tun_senders, receivers: tun_receivers, control };
     let o = py.detach(|| aqmemu::run(&cfg, fds)).map_err(PyRuntimeError::new_err)?;
