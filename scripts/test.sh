@@ -9,10 +9,11 @@ cd "$(dirname "$0")/.."
 echo "== Rust: cargo test (aqm, aqmsim)"
 cargo test --release --workspace --quiet
 
-echo "== Python: installing aqmlab[test] (release build)"
+echo "== Python: installing aqmlab[test,docs] (release build)"
 python -m pip install --quiet --upgrade pip
-python -m pip install --quiet ".[test]"
+python -m pip install --quiet ".[test,docs]"
 
 echo "== Python: pytest"
-# run from outside the source tree so that the installed package is what is tested
+# run from outside the source tree so that the installed package is what is tested;
+# the tests also build the docs site strictly and run the notebooks in examples/
 (cd tests && python -m pytest "$@")

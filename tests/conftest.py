@@ -21,3 +21,11 @@ def short(**extra):
     o = {"duration": "20s"}
     o.update(extra)
     return o
+
+
+def fig_texts(fig) -> str:
+    """Every text of a matplotlib Figure (titles, labels, tick labels, legends), joined."""
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()
+    return "\n".join(t.get_text() for t in fig.findobj(Text))

@@ -11,10 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import aqmlab
-from aqmlab import comparison
+from aqmlab import comparison, plots
 from aqmlab import reproductions as rp
+from conftest import fig_texts
 
-BASE_FIGURES = {"queue_delay_cdf", "utilization_cdf", "queue_delay_time", "drop_causes", "goodput", "bulk_goodput_cdf", "flow_traces"}
+# the default kinds with data in a bulk-only run without per-ACK traces
+BASE_FIGURES = {"queue_delay_cdf", "utilization_cdf", "goodput_delay", "queue_delay_time", "causes_time", "goodput", "cwnd_time"}
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +35,12 @@ def test_compare_pools_seeds_labels_by_what_differs_and_draws_every_figure(runs,
     assert [len(s.runs) for s in res.series] == [2, 1]
     assert {n for n, _, _ in res.figures} == BASE_FIGURES  # no CBR, no downloads: those are skipped
     for name, files, _ in res.figures:
-        for f in files:
-            assert (tmp_path / "cmp" / f).stat().st_size > 5_000, f
-    svg = (tmp_path / "cmp" / "figures" / "queue_delay_cdf.svg").read_text()
-    assert "queueing delay at the bottleneck (ms)" in svg and "CDF (fraction of packets)" in svg and "droptail" in svg
+        assert files == [f"figures/{name}.png"]
+        assert (tmp_path / "cmp" / files[0]).stat().st_size > 5_000, name
+    text = fig_texts(plots.draw("queue_delay_cdf", res.series))
+    assert "queueing delay at the bottleneck (ms)" in text and "CDF (fraction of packets)" in text and "droptail" in text and "2 seeds per series" in text
     html = (tmp_path / "cmp" / "report.html").read_text()
-    assert "figures/drop_causes.svg" in html and "Headline figures" in html
+    assert html.count("<img src='data:image/png;base64,") == len(BASE_FIGURES) and "Headline figures" in html
     # the headline table: means over the seeds of the summaries
     t = pd.read_csv(tmp_path / "cmp" / "series.csv").set_index("series")
     p95 = [json.loads((runs / n / "summary.json").read_text())["bottleneck"]["queue_delay_ms"]["p95"] for n in ("pie-1", "pie-2")]
@@ -95,16 +97,17 @@ def test_traffic_mix_figures_appear_when_their_data_does(runs, tmp_path):
     _as_traffic_mix(runs / "dt-1", tmp_path / "mix-dt")
     res = aqmlab.compare([tmp_path / "mix-pie", tmp_path / "mix-dt"], tmp_path / "cmp", figures=["cbr_goodput_delay", "download_times", "bulk_goodput_cdf"])
     assert {n for n, _, _ in res.figures} == {"cbr_goodput_delay", "download_times", "bulk_goodput_cdf"}
-    svg = (tmp_path / "cmp" / "figures" / "download_times.svg").read_text()
-    assert "download time (s)" in svg and "73 kB" in svg
-    svg = (tmp_path / "cmp" / "figures" / "cbr_goodput_delay.svg").read_text()
-    assert "mean goodput per CBR flow (kbps)" in svg
+    text = fig_texts(plots.draw("download_times", res.series))
+    assert "download time (s)" in text and "73 kB" in text
+    assert "mean goodput per CBR flow (kbps)" in fig_texts(plots.draw("cbr_goodput_delay", res.series))
+    # per class: one panel per class (bulk, voip; web has no packets of its own here)
+    assert "class voip" in fig_texts(plots.draw("class_delay_cdf", res.series))
 
 
 def test_cli_compare(cli, runs, tmp_path):
     code, out, err = cli("compare", str(runs / "pie-1"), str(runs / "dt-1"), "--out", "c", "--figures", "queue_delay_cdf,drop_causes")
     assert code == 0, err
-    assert (tmp_path / "c" / "figures" / "queue_delay_cdf.png").exists() and (tmp_path / "c" / "figures" / "drop_causes.svg").exists()
+    assert (tmp_path / "c" / "figures" / "queue_delay_cdf.png").exists() and (tmp_path / "c" / "figures" / "drop_causes.png").exists()
     assert "queue p95 (ms)" in out
     code, _, err = cli("compare", str(runs / "pie-1"), "--figures", "pie_chart")
     assert code == 2 and "pie_chart" in err
@@ -137,7 +140,7 @@ def test_every_reproduction_declares_valid_data():
         plan = g.plan()  # every combination validates
         assert len(plan) == g.size() > 0
         for f in e.figures:
-            assert f.kind in comparison.FIGURES, (name, f.kind)
+            assert f.kind in plots.kinds(), (name, f.kind)
         axes = {a.name: set(a.levels) for a in e.axes}
         for c in e.claims:
             for w in c.measure.wheres():
@@ -165,7 +168,7 @@ def test_reproduce_quick_madpie_proof_runs_to_the_end(cli, tmp_path):
     md = (d / "claims.md").read_text()
     assert "| § | the paper says | paper | aqmlab |" in md
     for f in ("fig2_queue_delay_cdf", "fig2_utilization_cdf", "fig3_queue_delay_time", "fig4_drop_causes"):
-        assert (d / "figures" / f"{f}.png").exists() and (d / "figures" / f"{f}.svg").exists()
+        assert (d / "figures" / f"{f}.png").stat().st_size > 5_000
     assert "The paper's claims beside aqmlab's" in (d / "report.html").read_text()
     idx = pq.read_table(d / "index.parquet").to_pandas()
     assert set(idx["param.RTT"]) == {"100 ms", "500 ms"} and (idx.status == "ok").all()

@@ -204,6 +204,12 @@ def test_cli_query(cli, small):
     code, out, err = cli("query", str(small.out), 'select "param.bottleneck.aqm.kind" as aqm, count(*) as n from runs group by 1 order by 1', "--format", "csv")
     assert code == 0, err
     assert out.strip().splitlines() == ["aqm,n", "droptail,4", "pie,4"]
+    sql = 'select "param.bottleneck.aqm.kind" as aqm, count(*) as n from runs group by 1 order by 1'
+    for args in ((sql, str(small.out)), (str(small.out), "-e", sql), ("-e", sql, str(small.out))):  # the SQL first, or with -e
+        code, out2, err = cli("query", *args, "--format", "csv")
+        assert code == 0 and out2 == out, (args, err)
+    code, _, err = cli("query", sql)
+    assert code == 2 and "sweep folders" in err
 
 
 def test_a_finished_sweep_started_again_runs_nothing(small):
@@ -277,6 +283,21 @@ def test_cli_reports_a_failed_run_and_exits_nonzero(cli, tmp_path):
     assert code == 1
     assert f"run {plan.runs[0].name} failed" in err
     assert "1 ran, 0 already done, 1 failed" in " ".join(out.split())
+
+
+def test_a_script_whose_sweep_fails_entirely_exits_nonzero(tmp_path):
+    # every run's folder is blocked by a file: aqmlab.sweep raises, so the script fails
+    kw = dict(vary={"bottleneck.delay": ["48ms", "248ms"]}, set={"duration": "3s"})
+    plan = sweeps.build_grid("madpie-proof", **kw).plan()
+    (tmp_path / "sw" / "runs").mkdir(parents=True)
+    (tmp_path / "sw" / "sweep.json").write_text("{}")
+    for r in plan.runs:
+        (tmp_path / "sw" / "runs" / r.name).write_text("x")
+    script = tmp_path / "s.py"
+    script.write_text("import aqmlab\nif __name__ == '__main__':\n    aqmlab.sweep('madpie-proof', out='sw', jobs=1, progress=False, "
+                      f"vary={kw['vary']!r}, set={kw['set']!r})\n")
+    p = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True)
+    assert p.returncode == 1 and "SweepFailed: sweep: all 2 runs failed" in p.stderr
 
 
 # -- Dask ------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import aqmlab
-from aqmlab import metrics
+from aqmlab import measures
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -83,8 +83,10 @@ def test_the_new_tables_are_written_and_every_column_is_documented(mix, tmp_path
     ft = pq.read_table(out / "flow_trace.parquet").to_pandas()
     assert set(ft.flow.unique()) == set(mix.flows.to_pandas().query("`class` == 'bulk'").flow)
     assert ft.groupby("flow").acked_bytes.apply(lambda s: s.is_monotonic_increasing).all()
-    figs = {p.stem for p in (out / "figures").glob("*.png")}
-    assert {"download_times", "cbr_delay", "goodput_intervals", "flow_trace"} <= figs
+    import re
+
+    figs = set(re.findall(r"id='fig-([a-z_]+)'><img src='data:image/png", (out / "report.html").read_text()))
+    assert {"download_times", "cbr_goodput_delay", "class_delay_cdf", "flow_traces", "goodput"} <= figs
     summary = json.loads((out / "summary.json").read_text())
     assert summary["classes"]["voip"]["one_way_delay_ms"]["p50"] is not None
 
@@ -152,13 +154,13 @@ def test_goodput_windows_by_hand():
         "flow": np.array([0, 0, 0, 0, 1, 1, 1], dtype=np.uint32),
         "delivered_bytes": np.array([100, 250, 250, 1250, 0, 500, 500], dtype=np.uint64),
     }
-    per, total = metrics.goodput_windows(fs, np.array([0, 1]), np.array([0, 1_500_000_000]), 10**9, 2 * 10**9, 4 * 10**9, 0, None)
+    per, total = measures.goodput_windows(fs, np.array([0, 1]), np.array([0, 1_500_000_000]), 10**9, 2 * 10**9, 4 * 10**9, 0, None)
     mbps = lambda b: b * 8 / 2 / 1e6  # noqa: E731
     # flow 0: 250 B then 1000 B; flow 1 (started at 1.5 s): 0 B then 500 B
     assert np.allclose(sorted(per), sorted([mbps(250), mbps(1000), mbps(0), mbps(500)]))
     assert np.allclose(total, [mbps(250), mbps(1500)])
     # a warm-up of 2 s leaves the first window out
-    per, total = metrics.goodput_windows(fs, np.array([0, 1]), np.array([0, 1_500_000_000]), 10**9, 2 * 10**9, 4 * 10**9, 2 * 10**9, None)
+    per, total = measures.goodput_windows(fs, np.array([0, 1]), np.array([0, 1_500_000_000]), 10**9, 2 * 10**9, 4 * 10**9, 2 * 10**9, None)
     assert np.allclose(sorted(per), [mbps(500), mbps(1000)])
 
 
@@ -169,7 +171,7 @@ def test_download_times_by_size_by_hand():
         "request_ns": np.array([0, 10, 20, 30, 0], dtype=np.uint64) * 10**9,
         "end_ns": np.array([1, 13, 25, -1, 1], dtype=np.int64) * 10**9,
     }
-    d = metrics.download_times(tr, 0, [15_000, 102_000], 0)
+    d = measures.download_times(tr, 0, [15_000, 102_000], 0)
     assert d["all"]["completed"] == 3 and d["all"]["unfinished"] == 1
     assert d["by_size"]["15KB"]["p50"] == pytest.approx(2.0)  # of 1 s and 3 s
     assert d["by_size"]["102KB"]["p50"] == pytest.approx(5.0)
@@ -183,7 +185,7 @@ def test_trace_utilization_by_hand():
         "opportunities": np.array([0, 0, 10, 0]),
         "opportunities_used": np.array([0, 0, 4, 0]),
     }
-    u = metrics.link_utilization(ls, 0.1)
+    u = measures.link_utilization(ls, 0.1)
     assert np.allclose(u[:3], [0.5, 1.0, 0.4]) and np.isnan(u[3])
 
 

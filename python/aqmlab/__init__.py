@@ -3,27 +3,39 @@
     >>> import aqmlab
     >>> r = aqmlab.run("madpie-proof", seed=1, overrides={"bottleneck.delay": "48ms"})
     >>> r.summary["bottleneck"]["queue_delay_ms"]["p50"]
-    >>> r.packets.to_pandas()          # one row per packet event at the bottleneck
-    >>> r.write("runs/pie-rtt100")     # summary.json, *.parquet, report.html
+    >>> r.tables["packets"].to_pandas()     # one row per packet event at the bottleneck
+    >>> r.plot("queue_delay_cdf")           # a matplotlib Figure
+    >>> r.write("runs/pie-rtt100")          # summary.json, *.parquet, manifest.json, report.html
+    >>> aqmlab.load("runs/pie-rtt100")      # a run folder (or a sweep folder) as an object
 
-Scenarios are TOML files, built-in names (``aqmlab.scenarios()``), or dicts with the
-same structure. The schema lives in the Rust core; see docs/scenario.md.
+Scenarios are TOML files, built-in names (``aqmlab.scenarios()``), run folders, or dicts
+with the same structure. The schema lives in the Rust core; see the scenario reference.
+Importing aqmlab is light: numpy, pyarrow and matplotlib load when first needed, and
+the matplotlib backend is never changed.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterable, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _core
 from ._core import ScenarioError, SimulationError
-from .results import RunResult
 from .scenario import ScenarioLike, builtin_names, resolve, source
+from .sweeps import sweep  # light: numpy, pandas and Dask load when a sweep runs
+
+if TYPE_CHECKING:
+    import os
+
+    from .comparison import CompareResult
+    from .folders import Run, Sweep
+    from .results import RunResult
 
 __version__ = _core.__version__
 
 __all__ = [
     "run",
+    "load",
     "resolve",
     "scenarios",
     "aqms",
@@ -31,6 +43,9 @@ __all__ = [
     "query",
     "compare",
     "reproduce",
+    "plots",
+    "Run",
+    "Sweep",
     "RunResult",
     "ScenarioError",
     "SimulationError",
@@ -38,6 +53,20 @@ __all__ = [
 ]
 
 Overrides = Union[Iterable[str], Mapping[str, Any], None]
+
+_LAZY = {"RunResult": ("results", "RunResult"), "Run": ("folders", "Run"), "Sweep": ("folders", "Sweep"), "Grid": ("grid", "Grid")}
+_SUBMODULES = {"plots", "measures", "comparison", "results", "folders", "sweeps", "grid", "report", "manifest", "reproductions", "cli"}
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: heavy modules load on first use
+    import importlib
+
+    if name in _LAZY:
+        mod, attr = _LAZY[name]
+        return getattr(importlib.import_module(f".{mod}", __name__), attr)
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'aqmlab' has no attribute {name!r}")
 
 
 def _override_list(overrides: Overrides) -> list[str]:
@@ -63,16 +92,45 @@ def run(
     seed: Optional[int] = None,
     overrides: Overrides = None,
     progress: Optional[Callable[[float], object]] = None,
-) -> RunResult:
-    """Run a scenario (a path, a built-in name, a dict, or None for the default).
+) -> "RunResult":
+    """Run a scenario and return its results in memory.
 
-    `overrides` sets fields by dotted path, as ``aqmlab run --set`` does: a dict
-    ``{"bottleneck.aqm.kind": "droptail"}`` or strings ``["flows.0.count=20"]``.
-    Raises ScenarioError (a ValueError) for bad input, naming the field and value.
+    Args:
+        scenario: a TOML or JSON scenario file, a run folder (its scenario.json), a
+            built-in name (`aqmlab.scenarios()`), a dict with the scenario's structure,
+            or None for the default scenario.
+        seed: the run's seed (overrides the scenario's).
+        overrides: fields to set by dotted path, as `aqmlab run --set` does: a dict
+            ``{"bottleneck.aqm.kind": "droptail"}`` or strings ``["flows.0.count=20"]``.
+        progress: called with the simulated fraction (0 to 1) as the run goes.
+
+    Returns:
+        A `RunResult`: `.summary`, `.tables`, `.plot(kind)`, `.write(folder)`.
+
+    Raises:
+        ScenarioError: a bad scenario or override (a ValueError naming the field and value).
+        SimulationError: the run broke an invariant (packet conservation).
     """
+    from .manifest import now_utc
+    from .results import RunResult
+
     src = source(scenario)
+    started = now_utc()
     raw = _core.run(src.text, src.format, _override_list(overrides), seed, progress, src.base_dir)
-    return RunResult(raw)
+    r = RunResult(raw)
+    r.__dict__["started"] = started
+    return r
+
+
+def load(path: Union[str, "os.PathLike[str]"]) -> Union["Run", "Sweep"]:
+    """Open a run folder as a `Run`, or a sweep folder as a `Sweep`.
+
+    Both show a table of headline figures in a notebook, and have `.summary`,
+    `.tables` (Arrow tables; `.to_pandas()`) and `.plot(kind, style=...)`.
+    """
+    from .folders import load as _load
+
+    return _load(path)
 
 
 def scenarios() -> list[str]:
@@ -85,15 +143,7 @@ def aqms() -> list[dict[str, Any]]:
     return json.loads(_core.aqm_catalog())
 
 
-def sweep(spec=None, **kwargs):
-    """Run a grid of scenarios in parallel into one folder with an index; see
-    `aqmlab.sweeps.sweep` and docs/sweeps.md."""
-    from .sweeps import sweep as _sweep
-
-    return _sweep(spec, **kwargs)
-
-
-def query(dirs, sql: str):
+def query(dirs: Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]], sql: str):
     """DuckDB SQL over sweep folders (views `runs`, `flows`, `timeseries`, `packets`);
     returns a pandas DataFrame."""
     from .sweeps import query as _query
@@ -101,16 +151,36 @@ def query(dirs, sql: str):
     return _query(dirs, sql)
 
 
-def compare(dirs, out, **kwargs):
-    """Put run or sweep folders side by side (report.html, figures, series.csv); see
-    `aqmlab.comparison.compare`."""
+def compare(
+    dirs: Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]", "Run"]]],
+    out: Union[str, "os.PathLike[str]"],
+    *,
+    figures: Optional[Sequence[str]] = None,
+    title: str = "Comparison",
+    label: Union[str, Callable[[Mapping[str, Any]], str], None] = None,
+) -> "CompareResult":
+    """Put run or sweep folders side by side: report.html, figures/*.png, series.csv.
+
+    Args:
+        dirs: run folders, sweep folders or `Run`s (one or many).
+        out: the output folder.
+        figures: figure kinds to draw (`aqmlab.plots.kinds()`); default: every
+            default kind whose data the runs have.
+        title: the report's title.
+        label: a series label format ("{bottleneck_aqm_kind}") or a function of the
+            series' values.
+
+    Returns:
+        A `CompareResult`: `.report`, `.figures`, `.table` (pandas), `.series`.
+    """
     from .comparison import compare as _compare
 
-    return _compare(list(dirs) if not isinstance(dirs, (str, bytes)) and hasattr(dirs, "__iter__") else [dirs], out, **kwargs)
+    items = [dirs] if isinstance(dirs, (str, bytes)) or not hasattr(dirs, "__iter__") else list(dirs)
+    return _compare(items, out, figures=figures, title=title, label=label)
 
 
-def reproduce(name: str, **kwargs):
-    """Run a reproduction of an experiment of the source papers; see docs/reproductions.md."""
+def reproduce(name: str, **kwargs: Any):
+    """Run a reproduction of an experiment of the source papers (`aqmlab reproduce --list`)."""
     from .reproductions import reproduce as _reproduce
 
     return _reproduce(name, **kwargs)

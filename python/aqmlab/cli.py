@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from . import _core
+from . import _core, progress
 
 
 def _err(msg: str, code: int = 2) -> int:
@@ -46,8 +46,11 @@ def headline_table(summary: dict[str, Any], title: str):
     from rich.markup import escape
     from rich.table import Table
 
-    b = summary["bottleneck"]
-    q, u = b["queue_delay_ms"], b["utilization"]
+    from . import measures
+
+    b = measures.headline(summary)
+    q = b.get("queue_delay_ms") or {k: None for k in ("p50", "p90", "p99", "max", "mean")}
+    u = b.get("utilization") or {k: None for k in ("mean", "p5", "p50")}
     t = Table(title=title, title_justify="left")
     for col in ("figure", "value"):
         t.add_column(col, justify="right" if col == "value" else "left")
@@ -55,7 +58,7 @@ def headline_table(summary: dict[str, Any], title: str):
     def f(v, d=1):
         return "–" if v is None else f"{v:.{d}f}"
 
-    t.add_row("AQM", b["aqm"])
+    t.add_row("AQM" if "bottleneck" in summary else f"AQM of {summary['primary_link']}", b["aqm"])
     t.add_row("queueing delay p50 / p90 / p99 / max (ms)", " / ".join(f(q[k]) for k in ("p50", "p90", "p99", "max")))
     t.add_row("queueing delay mean (ms)", f(q["mean"]))
     t.add_row("utilization mean / p5 / p50", " / ".join(f(u[k], 3) for k in ("mean", "p5", "p50")))
@@ -70,24 +73,98 @@ def headline_table(summary: dict[str, Any], title: str):
     return t
 
 
+def _prewarm() -> None:
+    """Import what the results need (numpy, pyarrow, the report's code) while the
+    simulation runs: the core releases the GIL. pandas and matplotlib are left to the
+    report's two processes, which import them side by side after its fork."""
+    import threading
+
+    def imports() -> None:
+        try:
+            import pyarrow.parquet  # noqa: F401
+
+            from . import comparison, report, results  # noqa: F401
+        except Exception:  # noqa: BLE001 - the real import reports it later
+            pass
+
+    threading.Thread(target=imports, name="aqmlab-prewarm", daemon=True).start()
+
+
+def default_out(name: str, seed: int, overrides: Sequence[str]) -> Path:
+    """runs/NAME-seedN, with the overrides in the name: short ones spelled out
+    (runs/madpie-proof-seed1-aqm.kind=droptail), long ones as a hash of them."""
+    base = f"{name}-seed{seed}"
+    if not overrides:
+        return Path("runs") / base
+    parts = []
+    for o in overrides:
+        k, _, v = o.partition("=")
+        key = ".".join(k.strip().split(".")[-2:])
+        parts.append(f"{key}={v.strip().strip(chr(34))}")
+    text = "-".join(parts)
+    import re
+
+    if len(text) > 48 or not re.fullmatch(r"[A-Za-z0-9_.=+,:-]+", text):
+        import hashlib
+
+        text = "set-" + hashlib.sha256("\n".join(overrides).encode()).hexdigest()[:8]
+    return Path("runs") / f"{base}-{text}"
+
+
+def _aqm_kind_warning(src: Any, overrides: Sequence[str], seed: Optional[int]) -> Optional[str]:
+    """A warning when an override switches bottleneck.aqm.kind while the AQM had other
+    parameters set (the new kind starts from its own defaults)."""
+    idx = [i for i, o in enumerate(overrides) if o.partition("=")[0].strip() in ("bottleneck.aqm.kind", "bottleneck.aqm")]
+    if not idx:
+        return None
+    before = list(overrides[: idx[-1]])
+    try:
+        old = json.loads(_core.resolve_scenario(src.text, src.format, before, seed, src.base_dir))
+        new = json.loads(_core.resolve_scenario(src.text, src.format, list(overrides), seed, src.base_dir))
+    except _core.ScenarioError:
+        return None
+    oa, na = old["bottleneck"]["aqm"], new["bottleneck"]["aqm"]
+    if oa.get("kind") == na.get("kind"):
+        return None
+    sc = dict(old)
+    sc["bottleneck"] = {**old["bottleneck"], "aqm": {"kind": oa["kind"]}}
+    try:
+        defaults = json.loads(_core.resolve_scenario(json.dumps(sc), "json", [], seed, src.base_dir))["bottleneck"]["aqm"]
+    except _core.ScenarioError:
+        return None
+    set_params = [f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in oa.items() if k != "kind" and defaults.get(k) != v]
+    if not set_params:
+        return None
+    return (f"bottleneck.aqm.kind={na['kind']} replaces the {oa['kind']} AQM and its settings ({', '.join(set_params)}); "
+            f"the {na['kind']} AQM starts from its own defaults (set its parameters after the kind)")
+
+
 def cmd_run(a: argparse.Namespace) -> int:
-    from . import results
+    from .manifest import make, now_utc
     from .scenario import source
 
+    started = now_utc()
+    t0 = time.perf_counter()
     try:
         src = source(a.scenario)
         resolved = json.loads(_core.resolve_scenario(src.text, src.format, a.set, a.seed, src.base_dir))
     except _core.ScenarioError as e:
         return _err(str(e))
     name = resolved["name"]
-    out = Path(a.out) if a.out else Path("runs") / f"{name}-seed{resolved['seed']}"
+    out = Path(a.out) if a.out else default_out(name, resolved["seed"], a.set)
+    from .results import check_out_dir, is_run_dir
+
     try:
-        results.check_out_dir(out)
+        check_out_dir(out)
     except FileExistsError as e:
         return _err(str(e))
-    con = _console(a.quiet)
+    if (warning := _aqm_kind_warning(src, a.set, a.seed)) and not a.quiet:
+        print(f"aqmlab: warning: {warning}", file=sys.stderr)
+    if out.is_dir() and any(out.iterdir()) and is_run_dir(out):
+        print(f"aqmlab: replacing the run in {out}/", file=sys.stderr)
     show_bar = sys.stderr.isatty() and not a.quiet
-    t0 = time.perf_counter()
+    if not a.no_report:
+        _prewarm()
     try:
         with _progress_runner(f"{name}", show_bar) as cb:
             raw = _core.run(src.text, src.format, a.set, a.seed, cb, src.base_dir)
@@ -98,70 +175,165 @@ def cmd_run(a: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("aqmlab: interrupted; nothing written", file=sys.stderr)
         return 130
-    r = results.RunResult(raw)
+    from .results import RunResult
+
+    r = RunResult(raw)
+    man = make(started=started, wall_seconds=None, command=["aqmlab", *sys.argv[1:]] if a.argv is None else ["aqmlab", *a.argv])
     try:
-        r.write(out, report=not a.no_report)
+        with progress.steps("report", show_bar and not a.no_report) as step:
+            man["wall_seconds"] = round(time.perf_counter() - t0, 3)  # up to the end of the simulation; the files follow
+            r.write(out, report=not a.no_report, manifest=man, progress=step)
     except KeyboardInterrupt:
         print("aqmlab: interrupted; nothing written", file=sys.stderr)
         return 130
     elapsed = time.perf_counter() - t0
-    con.print(headline_table(r.summary, f"{name} (seed {r.meta['seed']})"))
-    con.print(f"wrote {out}/ (summary.json, packets/flows/timeseries.parquet{', report.html' if not a.no_report else ''}) in {elapsed:.2f} s")
+    if not a.quiet:
+        con = _console()
+        con.print(headline_table(r.summary, f"{name} (seed {r.meta['seed']})"))
+        con.print(f"wrote {out}/ (summary.json, manifest.json, *.parquet{', report.html' if not a.no_report else ''}) in {elapsed:.2f} s")
     return 0
 
 
+LIST_TOPICS = ("scenarios", "aqms", "tcp", "traffic")
+
+
 def cmd_list(a: argparse.Namespace) -> int:
+    topic, name = a.topic, a.name
+    if topic is not None and topic not in LIST_TOPICS:  # `aqmlab list pie`: a name without a topic
+        topic, name = None, topic
     aqms = json.loads(_core.aqm_catalog())
     traffic = json.loads(_core.traffic_catalog())
     scen = _core.builtin_scenarios()
+    if name is not None:
+        known = {"scenarios": [n for n, _ in scen], "aqms": [k["kind"] for k in aqms], "tcp": list(traffic["tcp"]) + ["receiver"], "traffic": list(traffic["kinds"])}
+        topics = [topic] if topic else [t for t in LIST_TOPICS if any(name in n for n in known[t])]
+        hits = {t: [n for n in known[t] if name == n] or [n for n in known[t] if name in n] for t in topics}
+        if not any(hits.values()):
+            where = f" {topic}" if topic else ""
+            return _err(f"list{where}: nothing named \"{name}\" (aqmlab list{where} shows them all)")
+    else:
+        hits = {t: None for t in ([topic] if topic else LIST_TOPICS)}
     if a.json:
-        descr = {n: json.loads(_core.resolve_scenario(t)).get("description", "") for n, t in scen}
-        print(json.dumps({"scenarios": descr, "default_scenario": scen[0][0], "aqms": aqms, "traffic": traffic}, indent=2))
+        out: dict[str, Any] = {}
+        if "scenarios" in hits:
+            out["scenarios"] = {n: json.loads(_core.resolve_scenario(t)).get("description", "") for n, t in scen if hits["scenarios"] is None or n in hits["scenarios"]}
+            out["default_scenario"] = scen[0][0]
+        if "aqms" in hits:
+            out["aqms"] = [k for k in aqms if hits["aqms"] is None or k["kind"] in hits["aqms"]]
+        if "tcp" in hits or "traffic" in hits:
+            out["traffic"] = traffic
+        print(json.dumps(out, indent=2))
         return 0
+    from rich.markup import escape
     from rich.table import Table
 
     con = _console()
-    t = Table(title="Built-in scenarios (aqmlab run NAME)", title_justify="left")
-    t.add_column("name")
-    t.add_column("description")
-    for i, (n, text) in enumerate(scen):
-        d = json.loads(_core.resolve_scenario(text)).get("description", "")
-        t.add_row(n + (" (default)" if i == 0 else ""), d)
-    con.print(t)
-    for k in aqms:
-        t = Table(title=f"AQM kind = \"{k['kind']}\": {k['title']} — {k['source']}", title_justify="left")
-        t.add_column("parameter")
-        t.add_column("default")
-        t.add_column("meaning and source")
-        for p in k["params"]:
-            t.add_row(p["name"], json.dumps(p["default"]), p["doc"])
-        if not k["params"]:
-            t.add_row("(none)", "", "the limit is the link's buffer")
+    if "scenarios" in hits:
+        t = Table(title="Built-in scenarios (aqmlab run NAME; aqmlab show NAME prints one)", title_justify="left")
+        t.add_column("name")
+        t.add_column("description")
+        for i, (n, text) in enumerate(scen):
+            if hits["scenarios"] is None or n in hits["scenarios"]:
+                t.add_row(n + (" (default)" if i == 0 else ""), escape(json.loads(_core.resolve_scenario(text)).get("description", "")))
         con.print(t)
-    t = Table(title=f"Flow kinds: {', '.join(traffic['kinds'])}; TCP settings (flows.N.tcp)", title_justify="left")
-    t.add_column("setting")
-    t.add_column("default")
-    for k, v in traffic["tcp"].items():
-        t.add_row(k, json.dumps(v))
-    con.print(t)
-    t = Table(title='Palermo-like receiver: tcp.receiver = { kind = "palermo", ... } (docs/receivers.md)', title_justify="left")
-    t.add_column("parameter")
-    t.add_column("default")
-    t.add_column("meaning")
-    for k, v in traffic["palermo"].items():
-        t.add_row(k, json.dumps(v), traffic["palermo_doc"].get(k, ""))
-    con.print(t)
+    if "aqms" in hits:
+        sel = [k for k in aqms if hits["aqms"] is None or k["kind"] in hits["aqms"]]
+        if hits["aqms"] is None and name is None:
+            t = Table(title="AQMs (bottleneck.aqm.kind; aqmlab list aqms NAME for the parameters)", title_justify="left")
+            for col in ("kind", "algorithm", "source", "parameters"):
+                t.add_column(col, justify="right" if col == "parameters" else "left")
+            for k in sel:
+                t.add_row(k["kind"], escape(k["title"]), escape(k["source"]), str(len(k["params"])))
+            con.print(t)
+        else:
+            for k in sel:
+                t = Table(title=f"AQM kind = \"{k['kind']}\": {escape(k['title'])} — {escape(k['source'])}", title_justify="left")
+                t.add_column("parameter")
+                t.add_column("default")
+                t.add_column("meaning and source")
+                for p in k["params"]:
+                    t.add_row(p["name"], escape(json.dumps(p["default"])), escape(p["doc"]))
+                if not k["params"]:
+                    t.add_row("(none)", "", "the limit is the link's buffer")
+                con.print(t)
+    if "traffic" in hits:
+        con.print(f"Flow kinds (flows.N.kind): {', '.join(k for k in traffic['kinds'] if hits['traffic'] is None or k in hits['traffic'])}")
+    if "tcp" in hits:
+        sel = hits["tcp"]
+        if sel is None or any(k != "receiver" for k in sel):
+            t = Table(title="TCP settings (flows.N.tcp)", title_justify="left")
+            t.add_column("setting")
+            t.add_column("default")
+            for k, v in traffic["tcp"].items():
+                if sel is None or k in sel:
+                    t.add_row(k, escape(json.dumps(v)))
+            con.print(t)
+        if sel is None or "receiver" in sel:
+            t = Table(title='Palermo-like receiver: tcp.receiver = { kind = "palermo", ... }', title_justify="left")
+            t.add_column("parameter")
+            t.add_column("default")
+            t.add_column("meaning")
+            for k, v in traffic["palermo"].items():
+                t.add_row(k, escape(json.dumps(v)), escape(traffic["palermo_doc"].get(k, "")))
+            con.print(t)
     return 0
 
 
 def cmd_show(a: argparse.Namespace) -> int:
-    from .scenario import source
+    from .scenario import source, to_toml
 
     try:
         src = source(a.scenario)
-        print(json.dumps(json.loads(_core.resolve_scenario(src.text, src.format, a.set, a.seed, src.base_dir)), indent=2))
+        resolved = json.loads(_core.resolve_scenario(src.text, src.format, a.set, a.seed, src.base_dir))
     except _core.ScenarioError as e:
         return _err(str(e))
+    print(json.dumps(resolved, indent=2, ensure_ascii=False) if a.json else to_toml(resolved), end="\n" if a.json else "")
+    return 0
+
+
+def cmd_plot(a: argparse.Namespace) -> int:
+    from . import plots
+
+    if a.list:
+        for name, k in plots.kinds().items():
+            print(f"{name:24s} {k.caption}")
+        return 0
+    if not a.dirs:
+        return _err("plot: give one or more run or sweep folders (aqmlab plot --list shows the kinds)")
+    if a.kind not in plots.KINDS:
+        return _err(f"--kind: unknown figure kind \"{a.kind}\" (expected one of: {', '.join(plots.KINDS)})")
+    fmt = a.format or (Path(a.out).suffix.lstrip(".").lower() if a.out else "") or "pdf"
+    out = Path(a.out) if a.out else Path(f"{a.kind}.{fmt}")
+    if fmt not in ("pdf", "svg", "png"):
+        return _err(f"--out: \"{out}\": unknown format \"{fmt}\" (pdf, svg or png)")
+    opts: dict[str, Any] = {}
+    if a.title:
+        opts["title"] = a.title
+    if a.facet:
+        opts["facet"] = a.facet
+    if a.link:
+        opts["link"] = a.link
+    try:
+        fig = plots.figure(a.kind, a.dirs, style=a.style, width=a.width, height=a.height, **opts)
+    except FileNotFoundError as e:
+        return _err(str(e))
+    if fig is None:
+        return _err(f"plot: the runs have no data for \"{a.kind}\" (e.g. no CBR class, no downloads, or packet records off)", 1)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        plots.save(fig, tmp, fmt, dpi=a.dpi)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_completion(a: argparse.Namespace) -> int:
+    import argcomplete
+
+    print(argcomplete.shellcode(["aqmlab"], shell=a.shell))
     return 0
 
 
@@ -236,7 +408,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         return _err(str(e))
     con = _console(a.quiet)
     dims = " × ".join(f"{d.name} ({len(d.levels)})" for d in grid.dimensions) or "no varied field"
-    con.print(f"sweep {grid.name}: {len(plan)} runs = {dims} × {len(grid.seeds or [None])} seed(s); base {plan.origin}")
+    con.print(f"{grid.name}: {len(plan)} runs = {dims} × {len(grid.seeds or [None])} seed(s); base {plan.origin}")
     if a.dry_run:
         for r in plan.runs:
             con.print(f"  {r.name}")
@@ -246,6 +418,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         res = sw.run_plan(
             plan, a.out, jobs=a.jobs, cluster=a.cluster, reports=a.reports, compare=not a.no_compare,
             label=grid.name, on_failure=lambda run, err: print(f"aqmlab: run {run} failed: {err}", file=sys.stderr),
+            command=["aqmlab", *(a.argv if a.argv is not None else sys.argv[1:])],
         )
     except KeyboardInterrupt:
         print(f"aqmlab: interrupted; finished runs are kept in {a.out}/runs and the sweep resumes where it stopped when started again", file=sys.stderr)
@@ -259,17 +432,32 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     return 1 if res.failed else 0
 
 
+def _query_args(a: argparse.Namespace) -> tuple[list[str], str]:
+    """The folders and the SQL: `-e SQL DIR...`, `SQL DIR...` or `DIR... SQL`."""
+    args = list(a.args)
+    if a.sql is not None:
+        return args, a.sql
+    if len(args) < 2:
+        raise ValueError("query: give the SQL and one or more sweep folders (aqmlab query 'select ...' DIR, or -e SQL)")
+    if not Path(args[0]).is_dir():
+        return args[1:], args[0]
+    return args[:-1], args[-1]
+
+
 def cmd_query(a: argparse.Namespace) -> int:
     from . import sweeps as sw
 
     try:
-        con = sw.connect(*a.dirs)
-    except FileNotFoundError as e:
+        dirs, sql = _query_args(a)
+        if not dirs:
+            raise ValueError("query: give one or more sweep folders")
+        con = sw.connect(*dirs)
+    except (FileNotFoundError, ValueError) as e:
         return _err(str(e))
     import duckdb
 
     try:
-        df = con.sql(a.sql).df()
+        df = con.sql(sql).df()
     except duckdb.Error as e:
         return _err(str(e).splitlines()[0])
     if a.format == "csv":
@@ -296,11 +484,14 @@ def cmd_compare(a: argparse.Namespace) -> int:
     figs = None
     if a.figures:
         figs = [f.strip() for f in a.figures.split(",")]
-        bad = [f for f in figs if f not in compare.FIGURES]
+        from .plots import KINDS
+
+        bad = [f for f in figs if f not in KINDS]
         if bad:
-            return _err(f"--figures: unknown figure \"{bad[0]}\" (expected some of: {', '.join(compare.FIGURES)})")
+            return _err(f"--figures: unknown figure \"{bad[0]}\" (expected some of: {', '.join(KINDS)})")
     try:
-        res = compare.compare(dirs, out, figures=figs, title=a.title or "Comparison: " + ", ".join(str(d) for d in dirs))
+        with progress.steps("compare", sys.stderr.isatty()) as step:
+            res = compare.compare(dirs, out, figures=figs, title=a.title or "Comparison: " + ", ".join(str(d) for d in dirs), progress=step, parallel=True)
     except FileNotFoundError as e:
         return _err(str(e))
     con = _console()
@@ -347,30 +538,60 @@ def cmd_validate(a: argparse.Namespace) -> int:
     return 0
 
 
+def _scenario_names(**_: Any) -> list[str]:
+    return [n for n, _ in _core.builtin_scenarios()]
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="aqmlab", description="A lab for active queue management: simulate AQMs and TCP at a bottleneck.")
-    p.add_argument("--version", action="version", version=f"aqmlab {_core.__version__}")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    p.add_argument("--version", action="version", version=f"aqmlab {_core.__version__}", help="print the version and exit")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("scenario", nargs="?", default=None, help="a .toml file or a built-in name (default: the built-in default, madpie-proof)")
+        a = sp.add_argument("scenario", nargs="?", default=None,
+                            help="a .toml or .json scenario file, a run folder (its scenario.json), or a built-in name (default: madpie-proof)")
+        a.completer = _scenario_names  # type: ignore[attr-defined]
         sp.add_argument("--seed", type=int, default=None, help="the run's seed (overrides the scenario's)")
         sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario field by its dotted path, e.g. bottleneck.aqm.kind=droptail (repeatable)")
 
-    r = sub.add_parser("run", help="run a scenario and write its results")
+    r = sub.add_parser("run", help="run a scenario and write its results", description="Run a scenario and write its folder: tables, summary.json, manifest.json, report.html.")
     common(r)
-    r.add_argument("--out", default=None, help="output folder (default: runs/NAME-seedN)")
-    r.add_argument("--no-report", action="store_true", help="skip report.html and the figures")
+    r.add_argument("--out", default=None, help="output folder (default: runs/NAME-seedN, plus the --set overrides or a hash of them)")
+    r.add_argument("--no-report", action="store_true", help="skip report.html and its figures")
     r.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
     r.set_defaults(fn=cmd_run)
 
-    ls = sub.add_parser("list", help="list built-in scenarios, AQMs with their parameters, and TCP settings")
-    ls.add_argument("--json", action="store_true")
+    ls = sub.add_parser("list", help="list built-in scenarios, AQMs, TCP settings and flow kinds (optionally one by NAME)",
+                        description="aqmlab list [scenarios|aqms|tcp|traffic] [NAME]: everything, one topic, or the entries matching NAME.")
+    ls.add_argument("topic", nargs="?", default=None, help=f"one of {', '.join(LIST_TOPICS)} (default: all), or a NAME to look up")
+    ls.add_argument("name", nargs="?", default=None, help="show only this entry (an exact name, else the names containing it)")
+    ls.add_argument("--json", action="store_true", help="print JSON instead of tables")
     ls.set_defaults(fn=cmd_list)
 
-    sh = sub.add_parser("show", help="print a scenario with every default filled in")
+    sh = sub.add_parser("show", help="print a scenario with every default filled in, as TOML that aqmlab run reads")
     common(sh)
+    sh.add_argument("--json", action="store_true", help="print JSON instead of TOML")
     sh.set_defaults(fn=cmd_show)
+
+    pl = sub.add_parser("plot", help="draw one figure of runs or sweeps for a paper or slides (PDF, SVG or PNG)",
+                        description="Draw one figure kind of run folders or sweep folders; runs that differ only in their seed are pooled into one series.")
+    pl.add_argument("dirs", nargs="*", metavar="RUN_OR_SWEEP", help="run folders or sweep folders")
+    pl.add_argument("--kind", "-k", default="queue_delay_cdf", help="the figure kind (default queue_delay_cdf; --list shows them all)")
+    pl.add_argument("--format", "-f", choices=("pdf", "svg", "png"), default=None, help="the file format (default: from --out's suffix, else pdf)")
+    pl.add_argument("--style", choices=("paper", "slides", "report"), default="paper", help="paper: a 3.5 in column, 8 pt; slides: large type; report: the reports' (default paper)")
+    pl.add_argument("--width", type=float, default=None, help="figure width in inches (default: the style's)")
+    pl.add_argument("--height", type=float, default=None, help="figure height in inches (default: the style's)")
+    pl.add_argument("--dpi", type=int, default=None, help="resolution of a PNG (default 150; paper style 300)")
+    pl.add_argument("--title", default=None, help="replace the figure's title")
+    pl.add_argument("--facet", default=None, metavar="KEY", help="one panel per value of a series key (a sweep parameter), where the kind supports it")
+    pl.add_argument("--link", default=None, help="the link to measure (default bottleneck)")
+    pl.add_argument("--out", "-o", default=None, help="the output file (default KIND.FORMAT)")
+    pl.add_argument("--list", action="store_true", help="list the figure kinds and exit")
+    pl.set_defaults(fn=cmd_plot)
+
+    co = sub.add_parser("completion", help="print a shell completion script: eval \"$(aqmlab completion bash)\"")
+    co.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete in")
+    co.set_defaults(fn=cmd_completion)
 
     e = sub.add_parser("emulate", help="run a scenario on real Linux TCP through a userspace bottleneck (root; namespaces and TUN)")
     common(e)
@@ -386,15 +607,15 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeat", type=int, default=3, help="runs to time (the best and median are reported)")
     b.add_argument("--no-packets", action="store_true", help="turn per-packet records off (record.packets = false)")
     b.add_argument("--vs", choices=["ns3"], default=None, help="also run the scenario's ns-3 twin (pip install 'aqmlab[ns3]') and print the speed ratio")
-    b.add_argument("--suite", action="store_true", help="time the reference scenarios of docs/performance.md (the scenario argument is ignored)")
-    b.add_argument("--scaling", action="store_true", help="the scaling table instead: wall time, events/s, packets/s and peak memory as the bottleneck rate (10 Mbps to 10 Gbps) and the flows (1 to 10,000) grow, summaries only (docs/performance.md); --repeat runs per point")
+    b.add_argument("--suite", action="store_true", help="time the reference scenarios of the performance page (the scenario argument is ignored)")
+    b.add_argument("--scaling", action="store_true", help="the scaling table instead: wall time, events/s, packets/s and peak memory as the bottleneck rate (10 Mbps to 10 Gbps) and the flows (1 to 10,000) grow, summaries only; --repeat runs per point")
     b.add_argument("--quick", action="store_true", help="with --scaling: leave out the 10,000-flow point and the 60 s memory run")
     b.add_argument("--json", default=None, metavar="FILE", help="with --suite or --scaling: also write the figures as JSON")
     b.set_defaults(fn=cmd_bench)
 
     sw = sub.add_parser(
         "sweep",
-        help="run every combination of varied fields and seeds, in parallel, with an index (docs/sweeps.md)",
+        help="run every combination of varied fields and seeds, in parallel, with an index",
         description="Run a grid of scenarios. SPEC is a sweep file (TOML: scenario, seeds, [set], [vary], [[zip]], [levels.NAME]) "
         "or a base scenario (built-in name or scenario file) to combine with --vary/--seeds.",
     )
@@ -410,19 +631,21 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--reports", action="store_true", help="write report.html and figures for every run (slow)")
     sw.add_argument("--no-compare", action="store_true", help="skip the sweep's comparison report")
     sw.add_argument("--dry-run", action="store_true", help="validate and list the runs, run nothing")
-    sw.add_argument("--quiet", "-q", action="store_true")
+    sw.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     sw.set_defaults(fn=cmd_sweep)
 
-    q = sub.add_parser("query", help="SQL (DuckDB) over sweep folders: views runs, flows, timeseries, packets")
-    q.add_argument("dirs", nargs="+", metavar="DIR", help="sweep folders, then the SQL as the last argument")
-    q.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    q = sub.add_parser("query", help="SQL (DuckDB) over sweep folders: views runs, flows, timeseries, packets",
+                       description="aqmlab query SQL DIR... (or aqmlab query DIR... -e SQL; the SQL last is accepted too).")
+    q.add_argument("args", nargs="*", metavar="SQL_OR_DIR", help="the SQL and the sweep folders")
+    q.add_argument("-e", "--execute", dest="sql", default=None, metavar="SQL", help="the SQL (then every argument is a folder)")
+    q.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format (default table)")
     q.set_defaults(fn=cmd_query)
 
     c = sub.add_parser("compare", help="put runs or sweeps side by side: a table and figures in report.html")
     c.add_argument("dirs", nargs="+", metavar="DIR", help="run folders or sweep folders")
     c.add_argument("--out", default=None, help="output folder (default: the sweep folder when one is given, else ./comparison)")
-    c.add_argument("--figures", default=None, help="a comma-separated subset of: queue_delay_cdf, utilization_cdf, queue_delay_time, drop_causes, goodput, cbr_goodput_delay, download_times, bulk_goodput_cdf, flow_traces")
-    c.add_argument("--title", default=None)
+    c.add_argument("--figures", default=None, help="a comma-separated subset of the figure kinds (aqmlab plot --list)")
+    c.add_argument("--title", default=None, help="the report's title (default: Comparison: the folders)")
     c.set_defaults(fn=cmd_compare)
 
     rp = sub.add_parser("reproduce", help="re-run an experiment of the source papers: figures and the paper's claims beside ours")
@@ -430,8 +653,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--list", action="store_true", help="list the reproductions and what each needs")
     rp.add_argument("--quick", action="store_true", help="the short version (fewer seeds, shorter runs)")
     rp.add_argument("--out", default=None, help="output folder (default: reproductions/NAME[-quick])")
-    rp.add_argument("--jobs", "-j", type=int, default=None)
-    rp.add_argument("--cluster", default=None, metavar="ADDRESS")
+    rp.add_argument("--jobs", "-j", type=int, default=None, help="local worker processes (default: all cores)")
+    rp.add_argument("--cluster", default=None, metavar="ADDRESS", help="a running Dask scheduler (the folder must be shared)")
     rp.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
     rp.set_defaults(fn=cmd_reproduce)
 
@@ -446,18 +669,20 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field in every case (both simulators); flows.{tcp}.… applies to every TCP group")
     va.set_defaults(fn=cmd_validate)
 
-    from .analysis.cli import add_parser as add_analyze
+    from .analysis.args import add_parser as add_analyze
 
     add_analyze(sub)
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.cmd == "query":
-        if len(args.dirs) < 2:
-            return _err("query: give one or more sweep folders, then the SQL")
-        args.sql = args.dirs.pop()
+    parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # a shell asking for completions (aqmlab completion SHELL)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
+    args = parser.parse_args(argv)
+    args.argv = list(argv) if argv is not None else None
     try:
         return args.fn(args)
     except BrokenPipeError:

@@ -31,13 +31,18 @@ import itertools
 import json
 import math
 import re
-import tomllib
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from . import _core
 from .scenario import ScenarioLike, Source, source
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
 
 LEVEL_SCENARIO = "scenario"  # the override key by which a level replaces the base scenario
 SPEC_KEYS = ("name", "description", "scenario", "seeds", "set", "vary", "zip", "levels")
@@ -315,8 +320,35 @@ class Grid:
                 {"name": d.name, "kind": d.kind, "levels": [{"params": l.params, "overrides": l.overrides} for l in d.levels], **({"when": {k: list(v) for k, v in d.when}} if d.when else {})}
                 for d in self.dimensions
             ],
-            "seeds": self.seeds,
+            "seeds": self.__dict__.get("_seed_list"),
         }
+
+
+class Seeds(list):
+    """A grid's seeds (a list; empty when the scenario's own seed is used) that is also
+    the builder ``grid.seeds(5)`` (seeds 1..5) or ``grid.seeds([1, 2, 7])``, which
+    returns the grid so that builders chain like ``.vary`` and ``.zip``."""
+
+    def __init__(self, grid: "Grid", values: Optional[list[int]]):
+        super().__init__(values or [])
+        self._grid = grid
+
+    def __call__(self, seeds: "int | Sequence[int]") -> "Grid":
+        self._grid.seeds = _seeds(seeds if isinstance(seeds, int) else list(seeds), "seeds")
+        return self._grid
+
+
+class _SeedsAttribute:
+    def __get__(self, grid: Optional["Grid"], owner: type) -> Any:
+        if grid is None:
+            return None  # the dataclass default
+        return Seeds(grid, grid.__dict__.get("_seed_list"))
+
+    def __set__(self, grid: "Grid", value: Optional[Sequence[int]]) -> None:
+        grid.__dict__["_seed_list"] = None if value is None else list(value)
+
+
+Grid.seeds = _SeedsAttribute()  # type: ignore[assignment]
 
 
 def _short_key(key: str) -> str:

@@ -24,7 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import metrics
+from . import measures
+from .folders import TABLES, Run
 
 KINDS = ["data", "ack", "syn", "synack", "udp"]
 EVENTS = ["enqueue", "dequeue", "drop", "mark"]
@@ -87,13 +88,18 @@ def _with_defaults(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-class RunResult:
-    """The outcome of one run. `summary` is the dict written to summary.json;
-    `packets`, `flows`, `timeseries` are Arrow tables (`.to_pandas()` for pandas)."""
+class RunResult(Run):
+    """The outcome of one run, in memory: a `Run` (summary, tables, `plot`, `table`)
+    that can also `write` its folder. `summary` is the dict written to summary.json;
+    `packets`, `flows`, `timeseries`... are Arrow tables (`.to_pandas()` for pandas)."""
+
+    path = None
 
     def __init__(self, raw: dict[str, Any]):
         self.raw = _with_defaults(raw)
         self.meta: dict[str, Any] = json.loads(raw["meta"])
+        self.params: dict[str, Any] = {}
+        self._frames: dict[Any, Any] = {}
 
     @property
     def scenario(self) -> dict[str, Any]:
@@ -101,7 +107,34 @@ class RunResult:
 
     @cached_property
     def summary(self) -> dict[str, Any]:
-        return metrics.summarize(self)
+        return measures.summarize(self)
+
+    @property
+    def manifest(self) -> dict[str, Any] | None:
+        return self.__dict__.get("_manifest")
+
+    def _has(self, name: str) -> bool:
+        return name in TABLES
+
+    def _arrow(self, name: str):
+        return getattr(self, name) if name in TABLES else None
+
+    def _read(self, name: str, columns, filters):
+        import pyarrow.compute as pc
+
+        t = self._arrow(name)
+        if t is None or not set(columns) <= set(t.column_names) or not all(f[0] in t.column_names for f in filters or []):
+            return None
+        mask = None
+        for col, op, value in filters or []:
+            if op not in ("=", "=="):
+                raise ValueError(f"table filter: only equality is supported in memory, not {op!r}")
+            m = pc.equal(t[col], value)
+            mask = m if mask is None else pc.and_(mask, m)
+        t = t.select(list(columns))
+        if mask is not None:
+            t = t.filter(mask)
+        return t.to_pandas()
 
     @cached_property
     def flow_class(self) -> np.ndarray:
@@ -257,7 +290,7 @@ class RunResult:
         """Link rows (scope = "link") and flow rows (scope = "flow") per interval."""
         ls = self.raw["link_series"]
         fs = self.raw["flow_series"]
-        interval_s = metrics._ns(self.scenario["record"]["interval"]) / 1e9
+        interval_s = measures.duration_ns(self.scenario["record"]["interval"]) / 1e9
         links = [l["name"] for l in self.meta["links"]]
         nl, nf = len(ls["time_ns"]), len(fs["time_ns"])
 
@@ -282,7 +315,7 @@ class RunResult:
             "link": cat(_dict_col(ls["link"], links), pa.DictionaryArray.from_arrays(pa.nulls(nf, pa.int32()), pa.array(links))),
             "flow": cat(nulls(nl, pa.uint32()), pa.array(fs["flow"])),
             "class": cat(pa.DictionaryArray.from_arrays(pa.nulls(nl, pa.int32()), pa.array(self.class_names)), self._class_col(fs["flow"])),
-            "utilization": cat(pa.array(metrics.link_utilization(ls, interval_s)), nulls(nf, f64)),
+            "utilization": cat(pa.array(measures.link_utilization(ls, interval_s)), nulls(nf, f64)),
             "throughput_mbps": cat(pa.array(ls["tx_bytes"] * 8 / interval_s / 1e6), nulls(nf, f64)),
             "capacity_mbps": cat(pa.array(ls["capacity_bps"] / 1e6), nulls(nf, f64)),
             "opportunities": cat(pa.array(ls["opportunities"]), nulls(nf, u64)),
@@ -326,8 +359,10 @@ class RunResult:
             b"aqmlab.scenario": json.dumps(self.scenario).encode(),
         }
 
-    def write(self, out_dir: str | os.PathLike[str], report: bool = True) -> Path:
-        """Write the run folder atomically; returns its path."""
+    def write(self, out_dir: str | os.PathLike[str], report: bool = True, *, manifest: dict[str, Any] | None = None, progress: Any = None) -> Path:
+        """Write the run folder atomically (tables, summary.json, scenario.json,
+        manifest.json, report.html); returns its path. `progress(done, total, what)`
+        is called while the report's figures are drawn."""
         out = check_out_dir(out_dir)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
@@ -335,33 +370,50 @@ class RunResult:
         os.umask(umask)
         os.chmod(tmp, 0o777 & ~umask)
         try:
-            self._write_into(tmp, report)
+            self._write_into(tmp, report, manifest, progress)
             _replace_dir(tmp, out)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return out
 
-    def _write_into(self, d: Path, report: bool) -> None:
-        md = self.table_metadata()
-        tables = (
-            ("packets", self.packets),
-            ("flows", self.flows),
-            ("timeseries", self.timeseries),
-            ("transfers", self.transfers),
-            ("datagrams", self.datagrams),
-            ("flow_trace", self.flow_trace),
-            ("histograms", self.histograms),
-        )
-        for name, table in tables:
-            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **md})
-            pq.write_table(table, d / f"{name}.parquet", compression="zstd")
-        (d / "scenario.json").write_text(json.dumps(self.scenario, indent=2) + "\n")
-        (d / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
-        if report:
-            from . import report as _report
+    def _write_into(self, d: Path, report: bool, manifest: dict[str, Any] | None, progress: Any) -> None:
+        import threading
 
-            _report.write_report(self, d)
+        from . import manifest as _manifest
+
+        md = self.table_metadata()
+        tables = [(name, getattr(self, name)) for name in TABLES]  # built here, before the writer thread reads them
+        failure: list[BaseException] = []
+
+        def write_tables() -> None:  # pyarrow releases the GIL: the tables are written while the figures are drawn
+            try:
+                for name, table in tables:
+                    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **md})
+                    pq.write_table(table, d / f"{name}.parquet", compression="zstd", compression_level=1)
+            except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+                failure.append(e)
+
+        writer = threading.Thread(target=write_tables, name="aqmlab-write-tables")
+        try:
+            man = manifest or _manifest.make(started=self.__dict__.get("started"), wall_seconds=self.meta["wall_seconds"])
+            self.__dict__["_manifest"] = man
+            (d / "scenario.json").write_text(json.dumps(self.scenario, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            (d / _manifest.NAME).write_text(json.dumps(man, indent=2) + "\n")
+            if report:
+                from . import report as _report
+
+                _report.write_report(self, d, progress, on_started=writer.start)  # the writer starts after the report's fork
+            else:
+                writer.start()
+            if writer.ident is None:  # a report without figures to draw never started it
+                writer.start()
+        finally:
+            if writer.ident is not None:
+                writer.join()
+        if failure:
+            raise failure[0]
+        (d / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")  # last: a folder with a summary is whole
 
 
 RUN_FILES = {
@@ -376,6 +428,8 @@ RUN_FILES = {
     "histograms.parquet",
     "report.html",
     "figures",
+    "manifest.json",
+    "series.csv",
 }
 
 

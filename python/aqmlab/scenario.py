@@ -51,11 +51,31 @@ def source(scenario: ScenarioLike) -> Source:
         names = ", ".join(builtins)
         raise _core.ScenarioError(f"scenario: no file \"{text}\" and no built-in scenario of that name (built-ins: {names})")
     if path.is_dir():
-        raise _core.ScenarioError(f"scenario: \"{text}\" is a directory, expected a .toml file")
-    return Source(path.read_text(encoding="utf-8"), "toml", str(path))
+        if (path / "scenario.json").is_file():  # a run folder: run its scenario again
+            path = path / "scenario.json"
+        else:
+            raise _core.ScenarioError(f"scenario: \"{text}\" is a directory without a scenario.json, expected a .toml or .json file or a run folder")
+    fmt = "json" if path.suffix.lower() == ".json" else "toml"
+    return Source(path.read_text(encoding="utf-8"), fmt, str(path))
 
 
 def resolve(scenario: ScenarioLike, overrides: list[str] | None = None, seed: int | None = None) -> dict[str, Any]:
     """Validate a scenario and return it with every default filled in."""
     src = source(scenario)
     return json.loads(_core.resolve_scenario(src.text, src.format, list(overrides or []), seed, src.base_dir))
+
+
+def _drop_nulls(v: Any) -> Any:
+    if isinstance(v, Mapping):
+        return {k: _drop_nulls(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_drop_nulls(x) for x in v]
+    return v
+
+
+def to_toml(scenario: Mapping[str, Any]) -> str:
+    """A scenario (e.g. `resolve`'s, or a run's scenario.json) as TOML that `aqmlab run`
+    reads back to the same scenario (TOML has no null: unset fields are left out)."""
+    import tomli_w
+
+    return tomli_w.dumps(_drop_nulls(dict(scenario)))

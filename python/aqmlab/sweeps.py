@@ -194,6 +194,23 @@ class SweepResult:
     def run_dir(self, run: RunSpec | str) -> Path:
         return self.out / "runs" / (run if isinstance(run, str) else run.name)
 
+    def load(self):
+        """The sweep folder as an `aqmlab.Sweep` (runs, series, figures)."""
+        from .folders import Sweep
+
+        return Sweep(self.out)
+
+    def plot(self, kind: str, **style: Any):
+        """A matplotlib Figure of the sweep's series (`aqmlab.plots.kinds()`)."""
+        return self.load().plot(kind, **style)
+
+    def _repr_html_(self) -> str:
+        return self.load()._repr_html_()
+
+
+class SweepFailed(RuntimeError):
+    """Every run of a sweep failed (the message gives the first error)."""
+
 
 def build_grid(
     spec: Union[str, os.PathLike[str], Grid, Mapping[str, Any], None] = None,
@@ -296,8 +313,12 @@ def run_plan(
     label: str = "sweep",
     on_failure: Optional[Callable[[str, str], None]] = None,
     extra: Optional[Mapping[str, Any]] = None,
+    command: Optional[Sequence[str]] = None,
 ) -> SweepResult:
-    """Run (or resume) the runs of a validated plan into `out`."""
+    """Run (or resume) the runs of a validated plan into `out`; manifest.json records
+    how (the command line, host, versions, start and wall time of this sitting)."""
+    from . import manifest as _manifest
+
     out = Path(out).absolute()
     check_sweep_dir(out)
     runs_dir, fail_dir = out / "runs", out / "failures"
@@ -319,6 +340,7 @@ def run_plan(
     if jobs is None:
         jobs = os.cpu_count() or 1
     show = sys.stderr.isatty() if progress is None else progress
+    started = _manifest.now_utc()
     t0 = time.perf_counter()
     try:
         if tasks:
@@ -342,7 +364,13 @@ def run_plan(
     if compare and (res.ran + res.skipped) > 0:
         from . import comparison as _compare
 
-        res.report = _compare.compare([out], out=out, title=f"{plan.grid.name}: {len(plan.runs)} runs", quiet=True).report
+        from .progress import steps
+
+        with steps("comparison", show) as step:
+            res.report = _compare.compare([out], out=out, title=f"{plan.grid.name}: {len(plan.runs)} runs", quiet=True, progress=step,
+                                          parallel=cluster is None).report  # no fork beside a Dask client's threads
+    _write_json(out / _manifest.NAME, _manifest.make(started=started, wall_seconds=time.perf_counter() - t0, command=command,
+                                                       runs={"planned": len(plan.runs), "ran": res.ran, "skipped": res.skipped, "failed": res.failed}))
     return res
 
 
@@ -362,19 +390,44 @@ def sweep(
     compare: bool = True,
     progress: Optional[bool] = None,
 ) -> SweepResult:
-    """Run every combination of a grid (see docs/sweeps.md).
+    """Run every combination of a grid in parallel into one folder with an index.
 
-    `spec` is a sweep file (TOML), a dict with the same keys, a `Grid`, or a base
-    scenario (built-in name or scenario file); the keywords add to it: `vary` (crossed
-    keys → values), `zip` (keys varied together), `levels` (named levels), `set`
-    (fixed overrides), `seeds` (a count or a list). Every combination is validated
-    before anything runs or is written. `cluster` is a Dask scheduler address or a
-    `distributed.Client`; by default the runs use `jobs` local processes (all cores).
+    Every combination is validated before anything runs or is written; a sweep that
+    is stopped resumes where it stopped when started again with the same `out`.
+
+    Args:
+        spec: a sweep file (TOML), a dict with its keys, a `Grid`, or a base scenario
+            (built-in name or scenario file); the keywords add to it.
+        out: the sweep folder (resumed when it holds the same sweep).
+        scenario: the base scenario (replaces the spec's).
+        vary: keys to cross, each with its values: ``{"bottleneck.delay": ["48ms", "248ms"]}``.
+        zip: keys varied together, element by element (a dict, or a list of dicts).
+        levels: named levels: ``{"aqm": {"PIE": {"bottleneck.aqm.kind": "pie"}}}``.
+        set: fields fixed for every run.
+        seeds: a count (1..N) or a list of seeds.
+        jobs: local worker processes (default: all cores).
+        cluster: a Dask scheduler address or a `distributed.Client` (the folder must
+            be shared with the workers).
+        reports: also write report.html for every run.
+        compare: write the sweep's comparison report (report.html, figures/).
+        progress: show progress bars (default: when stderr is a terminal).
+
+    Returns:
+        A `SweepResult`: counts, `.query(sql)`, `.index()`, `.load()` (an `aqmlab.Sweep`).
+
+    Raises:
+        SweepFailed: every run failed (a script that sweeps then exits non-zero); with
+            some failures it returns, and `failed` and `failures` say which.
+        ScenarioError: a combination is not a valid scenario (nothing is run).
     """
     g = build_grid(spec, scenario=scenario, vary=vary, zip=zip, levels=levels, set=set, seeds=seeds)
     plan = g.plan()
     check_sweep_dir(Path(out))
-    return run_plan(plan, out, jobs=jobs, cluster=cluster, reports=reports, compare=compare, progress=progress, label=g.name)
+    res = run_plan(plan, out, jobs=jobs, cluster=cluster, reports=reports, compare=compare, progress=progress, label=g.name)
+    if res.failed and not res.ran and not res.skipped:
+        first = next(iter(res.failures.items()))
+        raise SweepFailed(f"sweep: all {res.failed} runs failed (errors in {Path(out) / 'failures'}/); the first, {first[0]}: {first[1]}")
+    return res
 
 
 # -- the index ----------------------------------------------------------------------

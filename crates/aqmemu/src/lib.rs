@@ -88,8 +88,8 @@ impl Config {
     /// direction has the scenario's `reverse_rate`, `reverse_delay`, `reverse_buffer`
     /// and `reverse_aqm`, as in the simulator.
     pub fn from_scenario(sc: &Scenario, flows: FlowMap) -> Result<Config, String> {
-        let b = &sc.bottleneck;
-        let a = sc.access.delay;
+        let b = sc.dumbbell().ok_or_else(|| plan::NOT_A_DUMBBELL.to_string())?;
+        let a = sc.access().delay;
         let fwd = sc.resolve_limit("bottleneck.buffer", b.buffer).map_err(|e| e.to_string())?;
         let rev = sc.resolve_limit("bottleneck.reverse_buffer", b.reverse_buffer.unwrap_or(b.buffer)).map_err(|e| e.to_string())?;
         let logged = |n: &str| sc.record.packets && sc.record.links.iter().any(|l| l == n);

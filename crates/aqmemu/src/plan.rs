@@ -67,8 +67,14 @@ pub fn kernel_cc(cc: &aqmsim::tcp::CcSpec) -> Result<&'static str, String> {
     cc.linux().ok_or_else(|| format!("\"{}\" has no Linux module: `aqmlab emulate` cannot run it", cc.kind()))
 }
 
+/// Why a topology of `[[links]]` cannot be emulated.
+pub const NOT_A_DUMBBELL: &str = "`aqmlab emulate` runs the dumbbell of a [bottleneck]; a topology of [[links]] runs in the simulator only";
+
 /// The plan of `sc`.
 pub fn plan(sc: &Scenario) -> Result<Plan, ScenarioError> {
+    if sc.dumbbell().is_none() {
+        return Err(ScenarioError { path: "links".into(), message: NOT_A_DUMBBELL.into() });
+    }
     let end = Time::ZERO + sc.duration;
     let mut flows = Vec::new();
     for (gi, g) in sc.flows.iter().enumerate() {

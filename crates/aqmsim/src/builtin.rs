@@ -28,6 +28,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("jou-web-redtail-sliding", include_str!("../../../scenarios/jou-web-redtail-sliding.toml")),
     ("jou-ftp-20-20-fixed", include_str!("../../../scenarios/jou-ftp-20-20-fixed.toml")),
     ("gbps-1000-flows", include_str!("../../../scenarios/gbps-1000-flows.toml")),
+    ("parking-lot", include_str!("../../../scenarios/parking-lot.toml")),
+    ("aqm-series", include_str!("../../../scenarios/aqm-series.toml")),
 ];
 
 /// The scenario `aqmlab run` uses when given none (Kuhn & Ros §III, PIE, RTT 500 ms).

@@ -177,7 +177,7 @@ impl Sim {
             }
         }
         let end = Time::ZERO + sc.duration;
-        let built = topology::dumbbell(sc)?;
+        let built = topology::build_topology(sc)?;
         let mut flows = Vec::new();
         let mut flow_specs = Vec::new();
         for (gi, g) in sc.flows.iter().enumerate() {
@@ -230,7 +230,7 @@ impl Sim {
     #[doc(hidden)]
     pub fn event_driven(mut self) -> Sim {
         let sc = self.scenario.clone();
-        let built = topology::dumbbell(&sc).expect("built before");
+        let built = topology::build_topology(&sc).expect("built before");
         let mut logged = vec![false; built.links.len()];
         for &l in &built.logged {
             logged[l as usize] = true;

@@ -174,7 +174,7 @@ fn a_trace_link_delivers_exactly_the_trace_s_opportunities() {
         "name = \"t\"\nduration = \"2s\"\n[bottleneck]\ndelay = \"5ms\"\nbuffer = \"1000pkts\"\ntrace = {{ ms = {ms:?} }}\n[[flows]]\nname = \"flood\"\nkind = \"cbr\"\nrate = \"20Mbps\"\n"
     );
     let sc = parse(&text, &[]);
-    assert_eq!(sc.bottleneck.rate.bps(), 6_000_000, "the mean rate of the trace");
+    assert_eq!(sc.dumbbell().unwrap().rate.bps(), 6_000_000, "the mean rate of the trace");
     let o = run(&sc);
     assert!(o.conservation.holds());
     let p = &o.packets;
@@ -341,7 +341,7 @@ fn every_builtin_scenario_conserves_packets_for_a_few_seconds() {
             aqmsim::scenario::StartSpec::At(t) => t,
             aqmsim::scenario::StartSpec::Uniform(_, b) => b,
         });
-        let latest = starts.chain(sc.bottleneck.schedule.iter().map(|s| s.at)).max().unwrap();
+        let latest = starts.chain(sc.dumbbell().into_iter().flat_map(|b| b.schedule.iter().map(|s| s.at))).max().unwrap();
         let short = (latest + aqmsim::aqm::Duration::from_secs(3)).max(aqmsim::aqm::Duration::from_secs(5)).min(sc.duration);
         let sc = builtin_scenario(name, &[&format!("duration=\"{short}\""), "record.packets=false"]);
         let o = run(&sc);

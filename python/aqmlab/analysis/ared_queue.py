@@ -330,9 +330,9 @@ def estimate_from_run(r: Any, S_s: float, n_states: int, L_bits: float, d_s: flo
     try:
         lsel = (busy["link"] == 0) & (busy["time_ns"] / 1e9 > warmup_s)
         iv = r.scenario["record"]["interval"]
-        from .. import metrics
+        from .. import measures
 
-        util = float(np.mean(busy["busy_ns"][lsel]) / metrics._ns(iv))
+        util = float(np.mean(busy["busy_ns"][lsel]) / measures.duration_ns(iv))
     except Exception:  # pragma: no cover - the utilization is informative only
         pass
     drops = int(np.sum((ev == 2) & fwd & (t >= warmup_s)))

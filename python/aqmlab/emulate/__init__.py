@@ -68,7 +68,7 @@ class Cbr:
 
 
 def _duration_ns(text: str) -> int:
-    from ..metrics import _ns
+    from ..measures import duration_ns as _ns
 
     return _ns(text)
 
@@ -477,7 +477,13 @@ def cli_run(a: Any, headline_table: Any, err: Any, console: Any, progress_runner
             read_trace(a.trace)
     except (_core.ScenarioError, EmulationError) as e:
         return err(str(e))
-    out = Path(a.out) if a.out else Path("runs") / f"{resolved['name']}-seed{resolved['seed']}-emulated"
+    if a.out:
+        out = Path(a.out)
+    else:
+        from ..cli import default_out
+
+        sim = default_out(resolved["name"], resolved["seed"], a.set)  # the overrides in the name, as aqmlab run does
+        out = sim.with_name(sim.name.replace(f"-seed{resolved['seed']}", f"-seed{resolved['seed']}-emulated", 1))
     try:
         results.check_out_dir(out)
         netns.preflight()

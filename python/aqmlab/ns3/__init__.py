@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import metrics
+from .. import measures
 
 
 class Ns3Unavailable(RuntimeError):
@@ -86,7 +86,7 @@ class Translation:
 
 def _bdp_bytes(sc: dict[str, Any]) -> int:
     rate = _bps(sc["bottleneck"]["rate"])
-    rtt_ns = 2 * (2 * metrics._ns(sc["access"]["delay"]) + metrics._ns(sc["bottleneck"]["delay"]))
+    rtt_ns = 2 * (2 * measures.duration_ns(sc["access"]["delay"]) + measures.duration_ns(sc["bottleneck"]["delay"]))
     return rate * rtt_ns // 8 // 1_000_000_000
 
 
@@ -113,7 +113,7 @@ def _buffer(sc: dict[str, Any], text: str) -> str:
 
 
 def _ms(text: str) -> float:
-    return metrics._ns(text) / 1e6
+    return measures.duration_ns(text) / 1e6
 
 
 def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
@@ -132,7 +132,7 @@ def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
             raise NotTranslatable(f"{where}.stop: the ns-3 twin's flows run to the end")
         st = g.get("start", "0s")
         lo, hi = (st["uniform"] if isinstance(st, dict) else [st, st])
-        span = f"{g['count']}:{metrics._ns(lo) / 1e9}:{metrics._ns(hi) / 1e9}"
+        span = f"{g['count']}:{measures.duration_ns(lo) / 1e9}:{measures.duration_ns(hi) / 1e9}"
         if g["kind"] == "bulk":
             if tcp is not None and g["tcp"] != tcp:
                 raise NotTranslatable(f"{where}.tcp: the ns-3 twin has one TCP configuration for all groups")
@@ -166,18 +166,18 @@ def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
         raise NotTranslatable("bottleneck.trace: Mahimahi traces have no counterpart in the ns-3 twin")
     if b.get("reverse_aqm", {"kind": "droptail"}).get("kind") != "droptail":
         raise NotTranslatable("bottleneck.reverse_aqm: the ns-3 twin's reverse bottleneck is a FIFO")
-    steps = ",".join(f"{metrics._ns(x['at']) / 1e9}:{_bps(x['rate'])}" for x in b.get("schedule") or [])
+    steps = ",".join(f"{measures.duration_ns(x['at']) / 1e9}:{_bps(x['rate'])}" for x in b.get("schedule") or [])
     args = {
         "groups": ";".join(groups),
         "steps": steps,
         "seed": seed,
         "rate": f"{_bps(b['rate'])}bps",
-        "delay": f"{metrics._ns(b['delay'])}ns",
+        "delay": f"{measures.duration_ns(b['delay'])}ns",
         "access_rate": f"{_bps(a['rate'])}bps",
-        "access_delay": f"{metrics._ns(a['delay'])}ns",
+        "access_delay": f"{measures.duration_ns(a['delay'])}ns",
         "buffer": _buffer(sc, b["buffer"]),
         "access_buffer": _buffer(sc, a["buffer"]),
-        "duration": metrics._ns(sc["duration"]) / 1e9,
+        "duration": measures.duration_ns(sc["duration"]) / 1e9,
         "cc": cc,
         "iw": tcp["initial_window"],
         "mss": int(tcp["mss"].rstrip("B")),
@@ -259,9 +259,9 @@ def run(sc: dict[str, Any], seed: int, workdir: Path) -> Ns3Run:
 
 def summarize(sc: dict[str, Any], js: dict[str, Any], soj: np.ndarray, util: np.ndarray) -> dict[str, Any]:
     """The twin's figures, with the keys and definitions of aqmlab's summary.json
-    (aqmlab.metrics): queueing delay per dequeued packet, utilization per second,
+    (aqmlab.measures): queueing delay per dequeued packet, utilization per second,
     per-class goodput over each flow's active time, Jain's index of those."""
-    dur = metrics._ns(sc["duration"]) / 1e9
+    dur = measures.duration_ns(sc["duration"]) / 1e9
     rx = np.array(js["rx_bytes"], dtype=float)
     group = np.array(js["group"], dtype=int)
     start = np.array(js["start"], dtype=float)
@@ -274,12 +274,12 @@ def summarize(sc: dict[str, Any], js: dict[str, Any], soj: np.ndarray, util: np.
         scale = int(g["packet_size"].rstrip("B")) / (int(g["packet_size"].rstrip("B")) - 28) if g["kind"] == "cbr" else 1.0
         per_flow = rx[sel] * scale * 8 / np.maximum(dur - start[sel], 1e-9) / 1e6
         classes[g["name"]] = {"kind": g["kind"], "flows": int(sel.sum()), "goodput_mbps": float(per_flow.sum()),
-                              "jain_index": metrics.jain_index(per_flow)}
+                              "jain_index": measures.jain_index(per_flow)}
     total = sum(drops.values())
     return {
         "bottleneck": {
-            "queue_delay_ms": metrics.distribution(soj),
-            "utilization": metrics.distribution(util, metrics.UTIL_PERCENTILES, extremes=False),
+            "queue_delay_ms": measures.distribution(soj),
+            "utilization": measures.distribution(util, measures.UTIL_PERCENTILES, extremes=False),
             "drops": drops,
             "marks": js["marks"],
             "drop_rate": total / arrived if arrived else 0.0,

@@ -188,7 +188,7 @@ def _run_one(sim: str, sc: dict[str, Any], seed: int, dest: str) -> dict[str, An
 
 def _get(summary: dict[str, Any], key: str) -> Optional[float]:
     """A number of a summary by dotted path (comparison's lookup), or None."""
-    from ..comparison import _get as lookup
+    from ..measures import get as lookup
 
     v = lookup(summary, key)
     return float(v) if isinstance(v, (int, float)) else None

@@ -3,7 +3,7 @@
 A reproduction is one module in this package that defines ``EXPERIMENT``, a
 `Reproduction`: the base scenario, the grid (named axes such as the AQM and the
 RTT, each level a set of overrides), the seeds, a quick variant, the figures to
-draw (kinds from `aqmlab.comparison.FIGURES` with their options), and the paper's
+draw (kinds from `aqmlab.plots.kinds()` with their options), and the paper's
 claims, each with the measure of aqmlab's runs to put beside it and a check that
 gives the verdict. `aqmlab reproduce NAME` runs the grid as a sweep (resumable, on
 local cores or a Dask cluster), draws the figures, and writes ``claims.md`` and
@@ -53,7 +53,7 @@ class Axis:
 
 @dataclass(frozen=True)
 class Figure:
-    """A figure to draw: output name, kind (aqmlab.comparison.FIGURES), options."""
+    """A figure to draw: output name, kind (aqmlab.plots.kinds()), options."""
 
     name: str
     kind: str
@@ -440,7 +440,13 @@ def reproduce(
     results = evaluate(e, ctx, skipped)
     figs = [(f.name, f.kind, f.options()) for f in e.figures]
     intro = _intro_html(e, quick, skipped, results, res)
-    cmp = comparison.compare([out], out, figures=figs, title=f"{e.title}{' (quick)' if quick else ''}", label=e.label, intro_html=intro, runs=runs)
+    import sys
+
+    from ..progress import steps
+
+    with steps("figures", sys.stderr.isatty() if progress is None else progress) as step:
+        cmp = comparison.compare([out], out, figures=figs, title=f"{e.title}{' (quick)' if quick else ''}", label=e.label, intro_html=intro, runs=runs,
+                                 progress=step, parallel=cluster is None)
     write_claims(out, e, results, skipped, quick, time.perf_counter() - t0, len(plan.runs), res.failed)
     return ReproductionResult(name, out, results, skipped, time.perf_counter() - t0, len(plan.runs), res.failed, cmp.report)
 
@@ -626,7 +632,7 @@ class WindowDelay(Measure):
         return _percentile(ctx, self.where, self.q, self._delays)
 
     def _delays(self, s) -> np.ndarray:
-        from ..comparison import DEQUEUES
+        from ..measures import DEQUEUES
 
         parts = []
         for r in s.runs:
@@ -698,7 +704,7 @@ class Reduction(Measure):
 
 @dataclass
 class PerRun(Measure):
-    """`fn(run)` (a `comparison.Run`) for each run of one series, mean ± sd over the seeds;
+    """`fn(run)` (an `aqmlab.Run`) for each run of one series, mean ± sd over the seeds;
     `what` names it in claims.json. For figures summary.json does not hold (a class's
     loss from the packet records, a receiver's revert time from the flow series)."""
 

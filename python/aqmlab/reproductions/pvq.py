@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .. import measures
 from . import Axis, Claim, Figure, PerRun, Quick, Reproduction, Stat, above, approx
 
 WEB = {"metrics.warmup": "100s"}
@@ -65,7 +66,7 @@ def at(policy: str) -> dict[str, str]:
 
 def class_stat(cls: str, key: str):
     def fn(r) -> Optional[float]:
-        t = r.class_packets()
+        t = measures.class_packets(r)
         return None if not t or cls not in t else t[cls][key]
 
     return fn
@@ -79,7 +80,7 @@ def download_mean(lo_kb: float, hi_kb: float):
         if t is None:
             return None
         kb = t["size_bytes"] / 1e3
-        sel = (t["class"].astype(str) == "web") & (kb > lo_kb) & (kb <= hi_kb) & (t["request_s"] >= r.warmup_s()) & t["download_time_s"].notna()
+        sel = (t["class"].astype(str) == "web") & (kb > lo_kb) & (kb <= hi_kb) & (t["request_s"] >= measures.warmup_s(r)) & t["download_time_s"].notna()
         return float(t.loc[sel, "download_time_s"].mean()) if sel.any() else None
 
     return fn

@@ -16,9 +16,12 @@ use aqm::{AqmSpec, Duration, QueueLimit, Rate};
 use serde::de::{self, DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 
+pub mod topology;
+
 use crate::dist::TimeDist;
 pub use crate::endpoint::downloads::Connection;
 pub use crate::endpoint::TrafficSpec;
+pub use topology::{Hops, LinkDecl, Side};
 use crate::net::trace::LinkTrace;
 
 /// The most flows a scenario may have: the simulator's events carry a flow index
@@ -251,9 +254,13 @@ pub struct GroupCommon {
     /// The group's own path delays.
     #[serde(default)]
     pub path: PathSpec,
+    /// With `[[links]]`: the links the group's data crosses, in order (its ACKs come
+    /// back the same way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<Vec<String>>,
 }
 
-pub const GROUP_COMMON_KEYS: &[&str] = &["name", "count", "start", "stop", "path"];
+pub const GROUP_COMMON_KEYS: &[&str] = &["name", "count", "start", "stop", "path", "route"];
 
 fn one() -> u32 {
     1
@@ -303,9 +310,15 @@ pub struct Scenario {
     /// The run's seed (`aqmlab run --seed` overrides it).
     #[serde(default = "one_u64")]
     pub seed: u64,
-    pub bottleneck: BottleneckSpec,
-    #[serde(default)]
-    pub access: AccessSpec,
+    /// The dumbbell's bottleneck (absent with `[[links]]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<BottleneckSpec>,
+    /// The dumbbell's access links (always present in a dumbbell once parsed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<AccessSpec>,
+    /// A general topology instead of the dumbbell. Parsed by hand.
+    #[serde(skip_deserializing, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<LinkDecl>,
     #[serde(skip_deserializing)]
     pub flows: Vec<FlowGroupSpec>,
     #[serde(default)]
@@ -468,19 +481,38 @@ impl Scenario {
         }
         let mut root = take_table(v, "")?;
         let flows_v = root.remove("flows");
+        let links_v = root.remove("links");
+        let access_given = root.contains_key("access");
+        if links_v.is_some() && root.contains_key("bottleneck") {
+            return Err(err("links", "a scenario is either the dumbbell of its [bottleneck] or the topology of its [[links]], not both"));
+        }
+        let record_links_given = matches!(root.get("record"), Some(toml::Value::Table(r)) if r.contains_key("links"));
         let (aqm_v, rev_aqm_v, trace_v) = match root.get_mut("bottleneck") {
             Some(toml::Value::Table(b)) => (b.remove("aqm"), b.remove("reverse_aqm"), b.remove("trace")),
             _ => (None, None, None),
         };
         let mut sc: Scenario = de_at("", toml::Value::Table(root))?;
-        sc.bottleneck.aqm = parse_aqm("bottleneck.aqm", aqm_v)?;
-        sc.bottleneck.reverse_aqm = parse_aqm("bottleneck.reverse_aqm", rev_aqm_v)?;
-        if let Some(t) = trace_v {
-            let trace = LinkTrace::parse("bottleneck.trace", t, base_dir).map_err(|(path, m)| err(path, m))?;
-            if sc.bottleneck.rate.bps() == 0 {
-                sc.bottleneck.rate = trace.mean_rate();
+        match (&mut sc.bottleneck, links_v) {
+            (Some(_), Some(_)) => return Err(err("links", "a scenario is either the dumbbell of its [bottleneck] or the topology of its [[links]], not both")),
+            (None, None) => return Err(err("bottleneck", "missing: a scenario needs a [bottleneck] (the dumbbell) or [[links]] (a topology)")),
+            (None, Some(l)) => {
+                if access_given {
+                    return Err(err("access", "the dumbbell's access links: a topology of [[links]] declares every link itself"));
+                }
+                sc.links = topology::parse_links(l, base_dir)?;
             }
-            sc.bottleneck.trace = Some(trace);
+            (Some(b), None) => {
+                sc.access.get_or_insert_with(AccessSpec::default);
+                b.aqm = parse_aqm("bottleneck.aqm", aqm_v)?;
+                b.reverse_aqm = parse_aqm("bottleneck.reverse_aqm", rev_aqm_v)?;
+                if let Some(t) = trace_v {
+                    let trace = LinkTrace::parse("bottleneck.trace", t, base_dir).map_err(|(path, m)| err(path, m))?;
+                    if b.rate.bps() == 0 {
+                        b.rate = trace.mean_rate();
+                    }
+                    b.trace = Some(trace);
+                }
+            }
         }
         let flows = match flows_v {
             Some(toml::Value::Array(a)) => a,
@@ -493,6 +525,24 @@ impl Scenario {
         for (i, f) in flows.into_iter().enumerate() {
             sc.flows.push(parse_group(&format!("flows[{i}]"), f)?);
         }
+        if !sc.links.is_empty() && !record_links_given {
+            // a topology records the packet events of the links with an AQM that its
+            // groups' data crosses (the dumbbell's default, "bottleneck", in general)
+            let mut logged = Vec::new();
+            for (li, l) in sc.links.iter().enumerate() {
+                for fwd in [true, false] {
+                    let crossed = sc.flows.iter().enumerate().any(|(i, g)| {
+                        let route = g.common.route.as_deref().unwrap_or(&[]);
+                        topology::resolve_route(&format!("flows[{i}].route"), route, &sc.links).is_ok_and(|h| h.hops.contains(&(li, fwd)))
+                    });
+                    let (side, name) = l.side(fwd);
+                    if crossed && side.aqm.kind() != "droptail" {
+                        logged.push(name);
+                    }
+                }
+            }
+            sc.record.links = logged;
+        }
         sc.validate()?;
         Ok(sc)
     }
@@ -501,38 +551,11 @@ impl Scenario {
         if self.duration.is_zero() {
             return Err(err("duration", "must be greater than zero"));
         }
-        let b = &self.bottleneck;
-        if b.rate.bps() == 0 {
-            return Err(err("bottleneck.rate", "missing or zero: a bottleneck needs a rate (or a trace)"));
+        if let Some(b) = &self.bottleneck {
+            self.validate_dumbbell(b)?;
+        } else {
+            self.validate_topology()?;
         }
-        if b.reverse_rate.is_some_and(|r| r.bps() == 0) {
-            return Err(err("bottleneck.reverse_rate", "must be greater than zero"));
-        }
-        if b.trace.is_some() && !b.schedule.is_empty() {
-            return Err(err("bottleneck.schedule", "a trace-driven link has no rate schedule (the trace sets the capacity)"));
-        }
-        let mut last = None;
-        for (i, step) in b.schedule.iter().enumerate() {
-            let p = format!("bottleneck.schedule[{i}]");
-            if step.rate.bps() == 0 {
-                return Err(err(format!("{p}.rate"), "must be greater than zero"));
-            }
-            if last.is_some_and(|t| step.at <= t) {
-                return Err(err(format!("{p}.at"), format!("{} is not after the previous step's time: steps must be in time order", step.at)));
-            }
-            if step.at >= self.duration {
-                return Err(err(format!("{p}.at"), format!("{} is not before the end of the run ({})", step.at, self.duration)));
-            }
-            last = Some(step.at);
-        }
-        if self.access.rate.bps() == 0 {
-            return Err(err("access.rate", "must be greater than zero"));
-        }
-        check_buffer("bottleneck.buffer", self.bottleneck.buffer)?;
-        if let Some(b) = self.bottleneck.reverse_buffer {
-            check_buffer("bottleneck.reverse_buffer", b)?;
-        }
-        check_buffer("access.buffer", self.access.buffer)?;
         let mut names = std::collections::BTreeSet::new();
         for (i, g) in self.flows.iter().enumerate() {
             if !names.insert(g.common.name.as_str()) {
@@ -566,11 +589,6 @@ impl Scenario {
                 _ => {}
             }
         }
-        for l in &self.record.links {
-            if !["bottleneck", "bottleneck_rev"].contains(&l.as_str()) {
-                return Err(err("record.links", format!("unknown link \"{l}\", expected \"bottleneck\" or \"bottleneck_rev\"")));
-            }
-        }
         if self.record.interval.is_zero() {
             return Err(err("record.interval", "must be greater than zero"));
         }
@@ -582,14 +600,103 @@ impl Scenario {
         Ok(())
     }
 
+    fn validate_dumbbell(&self, b: &BottleneckSpec) -> Result<(), ScenarioError> {
+        if b.rate.bps() == 0 {
+            return Err(err("bottleneck.rate", "missing or zero: a bottleneck needs a rate (or a trace)"));
+        }
+        if b.reverse_rate.is_some_and(|r| r.bps() == 0) {
+            return Err(err("bottleneck.reverse_rate", "must be greater than zero"));
+        }
+        if b.trace.is_some() && !b.schedule.is_empty() {
+            return Err(err("bottleneck.schedule", "a trace-driven link has no rate schedule (the trace sets the capacity)"));
+        }
+        check_schedule("bottleneck.schedule", &b.schedule, self.duration)?;
+        let access = self.access();
+        if access.rate.bps() == 0 {
+            return Err(err("access.rate", "must be greater than zero"));
+        }
+        check_buffer("bottleneck.buffer", b.buffer)?;
+        if let Some(q) = b.reverse_buffer {
+            check_buffer("bottleneck.reverse_buffer", q)?;
+        }
+        check_buffer("access.buffer", access.buffer)?;
+        for (i, g) in self.flows.iter().enumerate() {
+            if g.common.route.is_some() {
+                return Err(err(format!("flows[{i}].route"), "a route names [[links]]: the dumbbell has none (give [[links]] instead of [bottleneck])"));
+            }
+        }
+        for l in &self.record.links {
+            if !["bottleneck", "bottleneck_rev"].contains(&l.as_str()) {
+                return Err(err("record.links", format!("unknown link \"{l}\", expected \"bottleneck\" or \"bottleneck_rev\"")));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_topology(&self) -> Result<(), ScenarioError> {
+        for (i, l) in self.links.iter().enumerate() {
+            check_schedule(&format!("links[{i}].schedule"), &l.fwd.schedule, self.duration)?;
+            check_schedule(&format!("links[{i}].reverse.schedule"), &l.reverse.schedule, self.duration)?;
+        }
+        for (i, g) in self.flows.iter().enumerate() {
+            let p = &g.common.path;
+            for (key, given) in [("sender_delay", p.sender_delay.is_some()), ("receiver_delay", p.receiver_delay.is_some()), ("return_delay", p.return_delay.is_some())] {
+                if given {
+                    return Err(err(format!("flows[{i}].path.{key}"), "sets the dumbbell's access delays: with [[links]], give the delays on the links"));
+                }
+            }
+            let Some(route) = &g.common.route else {
+                return Err(err(format!("flows[{i}].route"), "missing: with [[links]], each group names the links its data crosses"));
+            };
+            topology::resolve_route(&format!("flows[{i}].route"), route, &self.links)?;
+        }
+        let names: Vec<String> = self.links.iter().flat_map(|l| [l.name.clone(), format!("{}_rev", l.name)]).collect();
+        for (i, l) in self.record.links.iter().enumerate() {
+            if !names.contains(l) {
+                return Err(err(format!("record.links[{i}]"), format!("no link side is named \"{l}\" (each link NAME has the sides NAME and NAME_rev)")));
+            }
+        }
+        Ok(())
+    }
+
+    /// A general topology's links and each group's resolved route (None for the dumbbell).
+    pub fn routes(&self) -> Option<Vec<Hops>> {
+        if self.links.is_empty() {
+            return None;
+        }
+        Some(
+            self.flows
+                .iter()
+                .enumerate()
+                .map(|(i, g)| topology::resolve_route(&format!("flows[{i}].route"), g.common.route.as_deref().unwrap_or(&[]), &self.links).expect("validated route"))
+                .collect(),
+        )
+    }
+
+    /// The dumbbell's access links.
+    pub fn access(&self) -> AccessSpec {
+        self.access.clone().unwrap_or_default()
+    }
+
+    /// The dumbbell's bottleneck (None for a general topology).
+    pub fn dumbbell(&self) -> Option<&BottleneckSpec> {
+        self.bottleneck.as_ref()
+    }
+
     /// One-way delays of a group's path, without the per-flow extra delay:
     /// (forward, return).
     pub fn path_delays(&self, group: usize) -> (Duration, Duration) {
         let p = &self.flows[group].common.path;
-        let snd = p.sender_delay.unwrap_or(self.access.delay);
-        let rcv = p.receiver_delay.unwrap_or(self.access.delay);
-        let fwd = snd + self.bottleneck.delay + rcv;
-        let rev = rcv + p.return_delay.unwrap_or(Duration::ZERO) + self.bottleneck.rev_delay() + snd;
+        let Some(b) = &self.bottleneck else {
+            let h = topology::resolve_route("route", self.flows[group].common.route.as_deref().unwrap_or(&[]), &self.links).expect("validated route");
+            let fwd = h.hops.iter().map(|&(l, d)| self.links[l].side(d).0.delay).fold(Duration::ZERO, |a, x| a + x);
+            let rev = h.hops.iter().map(|&(l, d)| self.links[l].side(!d).0.delay).fold(Duration::ZERO, |a, x| a + x);
+            return (fwd, rev);
+        };
+        let snd = p.sender_delay.unwrap_or(self.access().delay);
+        let rcv = p.receiver_delay.unwrap_or(self.access().delay);
+        let fwd = snd + b.delay + rcv;
+        let rev = rcv + p.return_delay.unwrap_or(Duration::ZERO) + b.rev_delay() + snd;
         (fwd, rev)
     }
 
@@ -607,33 +714,71 @@ impl Scenario {
         first..first + self.flows[group].common.count
     }
 
-    /// The bandwidth-delay product that `bdp` buffers refer to: the bottleneck rate
-    /// times the largest base RTT among the groups (MADPIE §V).
-    pub fn bdp_bytes(&self) -> u64 {
-        let rtt = (0..self.flows.len()).map(|g| self.base_rtt(g)).max().unwrap_or(Duration::ZERO);
-        self.bottleneck.rate.bytes_in(rtt)
+    /// The largest base RTT among the groups.
+    fn max_base_rtt(&self) -> Duration {
+        (0..self.flows.len()).map(|g| self.base_rtt(g)).max().unwrap_or(Duration::ZERO)
     }
 
-    /// A buffer limit in packets or bytes, with `bdp` resolved.
+    /// The bandwidth-delay product that the dumbbell's `bdp` buffers refer to: the
+    /// bottleneck rate times the largest base RTT among the groups (MADPIE §V).
+    pub fn bdp_bytes(&self) -> u64 {
+        self.bottleneck.as_ref().map_or(0, |b| b.rate.bytes_in(self.max_base_rtt()))
+    }
+
+    /// The bandwidth-delay product of link `l` of a topology: its rate in that
+    /// direction times the largest base RTT of the groups crossing it (of all
+    /// groups if none does).
+    pub fn link_bdp_bytes(&self, l: usize, fwd: bool) -> u64 {
+        let routes = self.routes().unwrap_or_default();
+        let rtt = (0..self.flows.len()).filter(|&g| routes[g].hops.iter().any(|h| h.0 == l)).map(|g| self.base_rtt(g)).max().unwrap_or_else(|| self.max_base_rtt());
+        self.links[l].side(fwd).0.rate.bytes_in(rtt)
+    }
+
+    /// A buffer limit in packets or bytes, with `bdp` resolved against the
+    /// dumbbell's bandwidth-delay product.
     pub fn resolve_limit(&self, path: &str, q: QueueLimit) -> Result<aqm::Limit, ScenarioError> {
-        let limit = match q {
-            QueueLimit::Packets(n) => aqm::Limit::packets(n),
-            QueueLimit::Bytes(b) => aqm::Limit::bytes(b),
-            QueueLimit::Bdp(x) => {
-                let b = (x * self.bdp_bytes() as f64).round() as u64;
-                if b == 0 {
-                    return Err(err(path, format!("{q} resolves to 0 bytes (BDP = {} B)", self.bdp_bytes())));
-                }
-                aqm::Limit::bytes(b)
-            }
-        };
-        Ok(limit)
+        resolve_limit(path, q, self.bdp_bytes())
     }
 
     /// The scenario with every default filled in, as JSON (written beside results).
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("scenario serializes")
     }
+}
+
+/// A buffer limit in packets or bytes, with `bdp` resolved against `bdp` bytes.
+pub fn resolve_limit(path: &str, q: QueueLimit, bdp: u64) -> Result<aqm::Limit, ScenarioError> {
+    let limit = match q {
+        QueueLimit::Packets(n) => aqm::Limit::packets(n),
+        QueueLimit::Bytes(b) => aqm::Limit::bytes(b),
+        QueueLimit::Bdp(x) => {
+            let b = (x * bdp as f64).round() as u64;
+            if b == 0 {
+                return Err(err(path, format!("{q} resolves to 0 bytes (BDP = {bdp} B)")));
+            }
+            aqm::Limit::bytes(b)
+        }
+    };
+    Ok(limit)
+}
+
+/// A rate schedule's steps are in time order, before the end, at positive rates.
+fn check_schedule(path: &str, steps: &[RateStep], duration: Duration) -> Result<(), ScenarioError> {
+    let mut last = None;
+    for (i, step) in steps.iter().enumerate() {
+        let p = format!("{path}[{i}]");
+        if step.rate.bps() == 0 {
+            return Err(err(format!("{p}.rate"), "must be greater than zero"));
+        }
+        if last.is_some_and(|t| step.at <= t) {
+            return Err(err(format!("{p}.at"), format!("{} is not after the previous step's time: steps must be in time order", step.at)));
+        }
+        if step.at >= duration {
+            return Err(err(format!("{p}.at"), format!("{} is not before the end of the run ({duration})", step.at)));
+        }
+        last = Some(step.at);
+    }
+    Ok(())
 }
 
 fn check_buffer(path: &str, q: QueueLimit) -> Result<(), ScenarioError> {
@@ -705,15 +850,15 @@ mod tests {
         let s = parse(&[]).unwrap();
         assert_eq!(s.flows.len(), 1);
         assert_eq!(s.flows[0].common.count, 10);
-        assert_eq!(s.access.delay, Duration::from_millis(1));
-        match &s.bottleneck.aqm {
+        assert_eq!(s.access().delay, Duration::from_millis(1));
+        match &s.dumbbell().unwrap().aqm {
             AqmSpec::Pie(p) => assert_eq!(p.target, Duration::from_millis(20)),
             other => panic!("{other:?}"),
         }
         // base RTT = 2 * (1 + 48 + 1) ms; BDP = 10 Mbps * 100 ms = 125000 B
         assert_eq!(s.base_rtt(0), Duration::from_millis(100));
         assert_eq!(s.bdp_bytes(), 125_000);
-        assert_eq!(s.resolve_limit("b", s.bottleneck.buffer).unwrap(), aqm::Limit::bytes(125_000));
+        assert_eq!(s.resolve_limit("b", s.dumbbell().unwrap().buffer).unwrap(), aqm::Limit::bytes(125_000));
     }
 
     fn error(extra: &[&str]) -> String {
@@ -751,7 +896,7 @@ mod tests {
     #[test]
     fn changing_the_aqm_kind_drops_the_old_parameters() {
         let s = parse(&["bottleneck.aqm.kind=\"droptail\""]).unwrap();
-        assert_eq!(s.bottleneck.aqm.kind(), "droptail");
+        assert_eq!(s.dumbbell().unwrap().aqm.kind(), "droptail");
     }
 
     #[test]
