@@ -516,9 +516,13 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
+    if a.reference == "linux":
+        return _validate_linux(a)
     from . import ns3
 
     con = _console()
+    if a.out is None:
+        a.out = "validation-ns3"
     if a.seeds < 2:
         return _err(f"validate: --seeds: {a.seeds} (at least 2, for the seed-to-seed spread)")
     try:
@@ -540,6 +544,34 @@ def cmd_validate(a: argparse.Namespace) -> int:
 
 def _scenario_names(**_: Any) -> list[str]:
     return [n for n, _ in _core.builtin_scenarios()]
+
+
+def _validate_linux(a: argparse.Namespace) -> int:
+    from .emulate import EmulationError
+    from .emulate import validate as val
+
+    con = _console()
+    if a.repeats < 2:
+        return _err(f"validate: --repeats: {a.repeats} (at least 2, for the kernel's run-to-run spread)")
+    try:
+        cases = val.cases_by_name(a.cases, a.quick)
+        v = val.validate([c.name for c in cases], repeats=a.repeats, out=a.out, quick=a.quick, jobs=a.jobs, extra=a.set,
+                         sim_only=a.sim_only, console=con)
+    except (ValueError, _core.ScenarioError) as e:
+        return _err(str(e))
+    except EmulationError as e:
+        return _err(f"{e} (finished runs are kept; the validation resumes when started again)", 1)
+    except KeyboardInterrupt:
+        print("aqmlab: interrupted; finished runs are kept and the validation resumes where it stopped when started again", file=sys.stderr)
+        return 130
+    out = a.out or ("validation-linux-quick" if a.quick else "validation-linux")
+    con.print(f"{v.agreeing} of {len(v.compared)} figures agree (within 10 %, the floor or twice the kernel's spread; timeouts within 1.5x); table in {out}/validation.md")
+    for r in v.compared:
+        if r.agrees is False:
+            con.print(f"  differs: {r.case}: {r.figure}: aqmlab {r.aqmlab[0]:.4g} vs Linux {r.linux[0]:.4g} (tolerance {r.tolerance:.3g})")
+    for name, err in v.errors.items():
+        con.print(f"  not simulated: {name}: {err}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -658,12 +690,14 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
     rp.set_defaults(fn=cmd_reproduce)
 
-    va = sub.add_parser("validate", help="cross-validate against ns-3 3.44 (pip install 'aqmlab[ns3]'): the same scenarios in both, side by side")
-    va.add_argument("reference", choices=["ns3"], help="the reference simulator")
+    va = sub.add_parser("validate", help="cross-validate against ns-3 3.44 (pip install 'aqmlab[ns3]') or the Linux kernel (aqmlab emulate; root): the same scenarios, side by side")
+    va.add_argument("reference", choices=["ns3", "linux"], help="the reference: ns-3, or the real kernel through aqmlab emulate")
     va.add_argument("cases", nargs="*", help="cases of the standard set (default: all of it; see docs/validation.md)")
-    va.add_argument("--seeds", type=int, default=5, help="seeds per case and simulator (default 5)")
-    va.add_argument("--quick", action="store_true", help="runs of at most 60 s")
-    va.add_argument("--out", default="validation-ns3", help="output folder (resumes the runs already in it)")
+    va.add_argument("--seeds", type=int, default=5, help="ns3: seeds per case and simulator (default 5)")
+    va.add_argument("--repeats", type=int, default=3, help="linux: runs per case on each side, seeds 1..N (default 3)")
+    va.add_argument("--sim-only", action="store_true", help="linux: run only the simulated side (compare with the kernel runs already stored)")
+    va.add_argument("--quick", action="store_true", help="ns3: runs of at most 60 s; linux: three cases of 10 s")
+    va.add_argument("--out", default=None, help="output folder (resumes the runs already in it; default validation-ns3 or validation-linux)")
     va.add_argument("--jobs", type=int, default=None, help="parallel runs (default: the number of cores)")
     va.add_argument("--no-align", action="store_true", help="keep aqmlab's Linux-like TCP defaults instead of ns-3's handshake, RTO and ACK policy")
     va.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field in every case (both simulators); flows.{tcp}.… applies to every TCP group")

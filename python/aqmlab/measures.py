@@ -29,6 +29,7 @@ writes". Conventions:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Iterable, Sequence
 
@@ -396,7 +397,7 @@ def summarize(result: Any) -> dict[str, Any]:
         else:
             srtt = fs["srtt_ns"][np.isin(fs["flow"], ids) & (fs["time_ns"] >= warmup_ns)]
             c["srtt_ms"] = distribution(srtt[srtt >= 0] / 1e6, (5, 50, 95))
-        if g["kind"] in ("files", "web", "transfer"):
+        if g["kind"] in kinds_of("downloads"):
             c["download_time_s"] = download_times(tr, gi, g.get("sizes"), warmup_ns)
         if g.get("receiver") == "palermo":
             c["receiver_reverts"] = int(fl["receiver_reverts"][sel].sum())
@@ -495,9 +496,13 @@ _ns = duration_ns
 
 MAX_SAMPLES_PER_RUN = 100_000  # per-packet values kept per run for pooled distributions
 CAUSE_NAMES = ("overflow", "random", "deterministic")
-BULK_KINDS = ("bulk",)
-CBR_KINDS = ("cbr",)
-FILE_KINDS = ("files", "web", "transfer")
+@functools.cache
+def kinds_of(family: str) -> tuple[str, ...]:
+    """The traffic kinds of a family, as the core's registry says: "bulk" (long-lived
+    TCP), "datagrams" (unresponsive UDP), "downloads" (finite transfers)."""
+    from .results import schema
+
+    return tuple(k for k, f in schema()["traffic_families"].items() if f == family)
 
 
 def _dequeues(link: str) -> list[tuple[str, str, Any]]:
@@ -713,7 +718,7 @@ def transfers(run: Any) -> Any:
         fl = run.table("flows", ["class", "kind", "start_s", "end_s", "bytes_delivered"])
         if fl is None:
             return None
-        fl = fl[fl["kind"].isin(FILE_KINDS) & fl["end_s"].notna()]
+        fl = fl[fl["kind"].isin(kinds_of("downloads")) & fl["end_s"].notna()]
         if fl.empty:
             return None
         t = pd.DataFrame({"class": fl["class"].astype(str), "size_bytes": fl["bytes_delivered"], "download_time_s": fl["end_s"] - fl["start_s"]})

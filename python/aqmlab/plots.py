@@ -365,9 +365,9 @@ def goodput(series, opt):
 
 def bulk_goodput_cdf(series, opt):
     """Kuhn & Ros Fig. 8: CDF of the bulk flows' goodput, per flow and per interval."""
-    if not any(s.classes_of(m.BULK_KINDS) for s in series):
+    if not any(s.classes_of(m.kinds_of("bulk")) for s in series):
         return None
-    return _cdf(series, opt, lambda s: s.interval_goodputs(m.BULK_KINDS, opt.classes), "goodput of a bulk flow per interval (Mbps)",
+    return _cdf(series, opt, lambda s: s.interval_goodputs(m.kinds_of("bulk"), opt.classes), "goodput of a bulk flow per interval (Mbps)",
                 "CDF (fraction of flow-intervals)", "Goodput of the bulk flows per interval", 99.5)
 
 
@@ -379,11 +379,11 @@ def cbr_goodput_delay(series, opt):
     percentiles of their packets' queueing delay (x: 5, 25, 50, 75, 95th)."""
     data = []
     for s in series:
-        cls = [c for c in s.classes_of(m.CBR_KINDS) if opt.classes is None or c in opt.classes]
+        cls = [c for c in s.classes_of(m.kinds_of("datagrams")) if opt.classes is None or c in opt.classes]
         if not cls:
             continue
         d = s.class_delays(cls)
-        g = s.flow_goodputs(m.CBR_KINDS)
+        g = s.flow_goodputs(m.kinds_of("datagrams"))
         vals = np.concatenate([g[c] for c in cls if c in g]) if g else np.array([])
         if d is None or not len(d) or not len(vals):
             continue

@@ -12,6 +12,7 @@ into place, so a killed run leaves no half-written folder.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -26,12 +27,6 @@ import pyarrow.parquet as pq
 
 from . import measures
 from .folders import TABLES, Run
-
-KINDS = ["data", "ack", "syn", "synack", "udp"]
-EVENTS = ["enqueue", "dequeue", "drop", "mark"]
-CAUSES = ["", "overflow", "random", "deterministic"]
-CA_STATES = ["open", "recovery", "loss", "cwr"]
-RECEIVER_MODES = ["", "startup", "steady", "drs", "probe"]
 
 FORMAT_VERSION = 1
 
@@ -49,42 +44,39 @@ def _ms(ns: np.ndarray) -> pa.Array:
     return pa.array(ns / 1e6, mask=ns < 0)
 
 
-# Tables and columns that not every producer of raw records has (the emulator
-# records the bottleneck and the flows, not downloads, datagrams or ACK traces):
-# (table, column, dtype, fill value) for a missing column, empty tables otherwise.
-_OPTIONAL_TABLES: dict[str, dict[str, Any]] = {
-    "transfers": {
-        "flow": np.uint32, "group": np.uint16, "index": np.uint32, "conn": np.uint32, "size_bytes": np.uint64,
-        "request_ns": np.uint64, "end_ns": np.int64, "retransmits": np.int64, "timeouts": np.int64,
-    },
-    "datagrams": {"time_ns": np.uint64, "flow": np.uint32, "seq": np.uint64, "size": np.uint32, "delay_ns": np.uint64, "ce": bool},
-    "flow_trace": {
-        "time_ns": np.uint64, "flow": np.uint32, "conn": np.uint32, "acked_bytes": np.uint64, "snd_una": np.uint64,
-        "snd_nxt": np.uint64, "cwnd": float, "in_flight": np.uint64, "unacked": np.uint64, "rtt_ns": np.int64,
-        "srtt_ns": np.int64, "rwnd": np.int64,
-    },
-    "histograms": {"hist": np.uint16, "lo_ns": np.uint64, "hi_ns": np.uint64, "count": np.uint64},
-}
-_OPTIONAL_COLUMNS = [
-    ("flows", "transfers", np.uint32, 0),
-    ("flows", "receiver_reverts", np.uint32, 0),
-    ("flows", "receiver_returns", np.uint32, 0),
-    ("flow_series", "rwnd", np.int64, -1),
-    ("flow_series", "receiver_mode", np.uint8, 0),
-    ("link_series", "opportunities", np.uint64, 0),
-    ("link_series", "opportunities_used", np.uint64, 0),
-]
+_DTYPES = {"u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "i64": np.int64, "f64": np.float64, "bool": np.bool_}
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    """The raw records' schema, declared once in the Rust core (record.rs): every
+    table's columns (name, dtype, the code table its values index, doc), the fixed
+    code tables (`kind`, `event`, `cause`, `ca_state`, `receiver_mode`) and the
+    traffic kinds' families."""
+    from . import _core
+
+    return json.loads(_core.schema())
+
+
+def codes(name: str) -> list[str]:
+    """A fixed code table of the raw records, by the name the schema gives it."""
+    return schema()["codes"][name]
 
 
 def _with_defaults(raw: dict[str, Any]) -> dict[str, Any]:
-    for table, cols in _OPTIONAL_TABLES.items():
+    """Fill in what a producer of raw records does not have (the emulator records the
+    bottleneck and the flows, not downloads, datagrams or ACK traces): an absent
+    table is empty; an absent column holds its "none" value (-1 for signed columns,
+    0 otherwise), both with the schema's types."""
+    for table, cols in schema()["tables"].items():
         if table not in raw:
-            raw[table] = {c: np.array([], dtype=t) for c, t in cols.items()}
-    for table, col, dtype, fill in _OPTIONAL_COLUMNS:
+            raw[table] = {c["name"]: np.array([], dtype=_DTYPES[c["dtype"]]) for c in cols}
+            continue
         t = raw[table]
-        if col not in t or len(t[col]) != len(next(iter(t.values()))):
-            n = len(t["flow"]) if "flow" in t else len(t["time_ns"])
-            t[col] = np.full(n, fill, dtype=dtype)
+        n = max((len(v) for v in t.values()), default=0)
+        for c in cols:
+            if c["name"] not in t or len(t[c["name"]]) != n:
+                t[c["name"]] = np.full(n, -1 if c["dtype"] == "i64" else 0, dtype=_DTYPES[c["dtype"]])
     return raw
 
 
@@ -159,11 +151,11 @@ class RunResult(Run):
                 "link": _dict_col(p["link"], logged),
                 "flow": pa.array(p["flow"]),
                 "class": self._class_col(p["flow"]),
-                "kind": _dict_col(p["kind"], KINDS),
+                "kind": _dict_col(p["kind"], codes("kind")),
                 "uid": pa.array(p["uid"]),
                 "size_bytes": pa.array(p["size"]),
-                "event": _dict_col(p["event"], EVENTS),
-                "cause": _dict_col(p["cause"], CAUSES, null_code=0),
+                "event": _dict_col(p["event"], codes("event")),
+                "cause": _dict_col(p["cause"], codes("cause"), null_code=0),
                 "sojourn_ms": _ms(p["sojourn_ns"]),
                 "backlog_bytes": pa.array(p["backlog_bytes"]),
                 "aqm_delay_ms": _ms(p["aqm_delay_ns"]),
@@ -339,13 +331,13 @@ class RunResult(Run):
             "goodput_mbps": cat(nulls(nl, f64), pa.array(gp)),
             "retransmits": cat(nulls(nl, u64), pa.array(fs["retransmits"])),
             "ca_state": cat(
-                pa.DictionaryArray.from_arrays(pa.nulls(nl, pa.int32()), pa.array(CA_STATES)),
-                _dict_col(fs["ca_state"], CA_STATES),
+                pa.DictionaryArray.from_arrays(pa.nulls(nl, pa.int32()), pa.array(codes("ca_state"))),
+                _dict_col(fs["ca_state"], codes("ca_state")),
             ),
             "rwnd_bytes": cat(nulls(nl, pa.int64()), pa.array(fs["rwnd"], mask=fs["rwnd"] < 0)),
             "receiver_mode": cat(
-                pa.DictionaryArray.from_arrays(pa.nulls(nl, pa.int32()), pa.array(RECEIVER_MODES)),
-                _dict_col(fs["receiver_mode"], RECEIVER_MODES, null_code=0),
+                pa.DictionaryArray.from_arrays(pa.nulls(nl, pa.int32()), pa.array(codes("receiver_mode"))),
+                _dict_col(fs["receiver_mode"], codes("receiver_mode"), null_code=0),
             ),
         }
         return pa.table(cols)

@@ -299,8 +299,11 @@ impl AredCore {
     pub fn adapt(&mut self, now: Time, rate: Rate) {
         self.resolve(rate);
         self.last_adapt = now;
+        // Through an idle period the stored average is stale (it decays only at the
+        // next arrival): adapt on the average an arrival now would see, as Linux's
+        // red_adaptative_algo does; else an idle link would raise max_p.
+        let avg = self.red.avg_at(now, rate);
         let c = &mut self.red.cfg;
-        let avg = self.red.vars.avg;
         // FGS01: target = [min_th + 0.4 (max_th - min_th), min_th + 0.6 (max_th - min_th)]
         let lo = c.min_th + 0.4 * (c.max_th - c.min_th);
         let hi = c.min_th + 0.6 * (c.max_th - c.min_th);
@@ -471,6 +474,7 @@ mod tests {
         let mut a = AredCore::new(&p, Limit::packets(100));
         let rate = Rate::from_mbps(10);
         a.resolve(rate);
+        a.red.vars.idle_since = None; // a busy queue: the average is current
         avgs.iter()
             .enumerate()
             .map(|(k, &avg)| {
@@ -499,6 +503,32 @@ mod tests {
         for (g, w) in got.iter().zip([0.025, 0.03125, 0.0390625]) {
             assert!((g - w).abs() < 1e-15, "{got:?}");
         }
+    }
+
+    #[test]
+    fn adaptation_through_an_idle_period_uses_the_decayed_average() {
+        // The queue empties at 0 with avg 14, above the band [9, 11]; at the 500 ms
+        // adaptation it has been idle 500 ms, room for 500 / 1.2 = 416.7 packets at
+        // 10 Mbps: the average an arrival would see is 14 (1 - w_q)^416.7 = 14 e^-0.5
+        // = 8.49 < 9 (Linux red_adaptative_algo: red_calc_qavg_from_idle_time), so
+        // max_p decreases, 0.1 -> 0.09, rather than rising to 0.11 on the stale 14.
+        let p = AredParams::default();
+        let mut a = AredCore::new(&p, Limit::packets(100));
+        let rate = Rate::from_mbps(10);
+        a.resolve(rate);
+        a.red.vars.avg = 14.0;
+        a.red.on_empty(Time::ZERO);
+        a.adapt(Time::from_millis(500), rate);
+        assert!((a.red.cfg.max_p - 0.09).abs() < 1e-12, "{}", a.red.cfg.max_p);
+        // the decay is applied by the next arrival, as before: the state is untouched
+        assert_eq!((a.red.vars.avg, a.red.vars.idle_since), (14.0, Some(Time::ZERO)));
+        // after a short idle time the average is still above the band: increase
+        let mut a = AredCore::new(&p, Limit::packets(100));
+        a.resolve(rate);
+        a.red.vars.avg = 14.0;
+        a.red.on_empty(Time::from_millis(490));
+        a.adapt(Time::from_millis(500), rate);
+        assert!((a.red.cfg.max_p - 0.11).abs() < 1e-12, "{}", a.red.cfg.max_p);
     }
 
     #[test]

@@ -105,6 +105,15 @@ impl<P: QPacket> QPacket for Stamped<P> {
     fn transport(&self) -> Transport {
         self.pkt.transport()
     }
+    fn src_host(&self) -> u64 {
+        self.pkt.src_host()
+    }
+    fn dst_host(&self) -> u64 {
+        self.pkt.dst_host()
+    }
+    fn tcp_ack(&self) -> Option<crate::TcpAck> {
+        self.pkt.tcp_ack()
+    }
     fn ecn(&self) -> Ecn {
         self.pkt.ecn()
     }

@@ -6,7 +6,8 @@
 //! round robin over a list of new and a list of old queues with a 1514-byte quantum
 //! (§4.2, §5.2.4); on overflow, drop from the head of the queue with the largest byte
 //! count, in a batch of up to 64 packets or half that queue's bytes (§4.1; Linux
-//! `fq_codel_drop`), also when a memory limit is passed (Linux `memory_limit`, 32 MB);
+//! `fq_codel_drop`, which also adds them to that queue's CoDel count), also when a
+//! memory limit is passed (Linux `memory_limit`, 32 MB);
 //! ECN marking on by default (§5.2.6). Structure after Linux's `sch_fq_codel.c`; no
 //! code is taken from it.
 //!
@@ -150,7 +151,7 @@ pub struct FqCodel<P> {
 }
 
 /// splitmix64's finalizer: a fixed, platform-independent hash of the flow key.
-fn mix(mut z: u64) -> u64 {
+pub(crate) fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -217,6 +218,10 @@ impl<P: QPacket> FqCodel<P> {
                 break;
             }
         }
+        // Linux fq_codel_drop: the drops count toward that queue's CoDel too
+        // (`flow->cvars.count += i`), so its control law signals harder when it
+        // next drops (RFC 8289 count, resumed from count - lastcount).
+        q.cvars.count = q.cvars.count.saturating_add(n);
     }
 }
 
@@ -421,6 +426,10 @@ mod tests {
         assert_eq!(d.iter().map(|x| x.pkt.id).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
         assert!(d.iter().all(|x| x.cause == Cause::Overflow && x.sojourn == Some(Duration::from_millis(3))));
         assert_eq!(q.backlog(), Backlog { packets: 13, bytes: 19_500 });
+        // Linux fq_codel_drop: "tell codel to increase its signal strength also":
+        // the 8 overflow drops add to A's CoDel count; B's is untouched.
+        let (a, b) = (q.queue_of(A), q.queue_of(B));
+        assert_eq!((q.queues[a].cvars.count, q.queues[b].cvars.count), (8, 0));
         // with a batch of 3, only 3 go
         let mut q = fq(FqCodelParams { drop_batch_size: 3, ..FqCodelParams::default() }, Limit::packets(20));
         for i in 0..16 {

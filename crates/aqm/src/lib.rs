@@ -13,9 +13,13 @@
 //! counters by cause kept apart.
 
 pub mod ared;
+pub mod cake;
+pub mod cobalt;
 pub mod codel;
 pub mod droptail;
+pub mod dualpi2;
 pub mod fq_codel;
+pub mod fq_pie;
 pub mod madpie;
 pub mod packet;
 pub mod pie;
@@ -26,7 +30,7 @@ pub mod spec;
 pub mod time;
 pub mod units;
 
-pub use packet::{Ecn, QPacket, Transport};
+pub use packet::{Ecn, QPacket, TcpAck, Transport};
 pub use queue::{Backlog, Fifo, Limit, Queued};
 pub use spec::{AnyAqm, AqmSpec, Qdisc};
 pub use time::{Duration, Time};
@@ -120,6 +124,76 @@ pub struct Probe {
     pub delay_estimate: Option<Duration>,
 }
 
+/// The value of a [`Counter`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Value {
+    /// Events or packets.
+    Count(u64),
+    /// A time, in nanoseconds.
+    Nanos(u64),
+    /// A probability or another number in `[0, 1]`.
+    Fraction(f64),
+}
+
+impl Value {
+    /// The value as a number (nanoseconds for times).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Value::Count(n) | Value::Nanos(n) => n as f64,
+            Value::Fraction(x) => x,
+        }
+    }
+}
+
+/// A figure an AQM keeps beyond [`Stats`], by sub-queue: DualPI2's coupled and step
+/// marks in its L queue, its classic drops in the C queue, and so on. A recorder shows
+/// them by name without knowing the AQM; [`Stats`] stays the contract every AQM keeps
+/// (counts by cause).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Counter {
+    /// The sub-queue it belongs to (`"l"`, `"c"` for DualPI2), or `""` for the whole.
+    pub queue: &'static str,
+    pub name: &'static str,
+    pub value: Value,
+}
+
+impl Counter {
+    pub fn count(queue: &'static str, name: &'static str, n: u64) -> Counter {
+        Counter { queue, name, value: Value::Count(n) }
+    }
+    pub fn nanos(queue: &'static str, name: &'static str, d: Duration) -> Counter {
+        Counter { queue, name, value: Value::Nanos(d.as_nanos()) }
+    }
+    pub fn fraction(queue: &'static str, name: &'static str, x: f64) -> Counter {
+        Counter { queue, name, value: Value::Fraction(x) }
+    }
+}
+
+/// Per-sub-queue departure figures an AQM with several queues keeps for its
+/// [`Counter`]s: packets dequeued, and their total and largest sojourn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SojournTally {
+    pub packets: u64,
+    pub total: Duration,
+    pub max: Duration,
+}
+
+impl SojournTally {
+    #[inline]
+    pub fn add(&mut self, sojourn: Duration) {
+        self.packets += 1;
+        self.total = Duration::from_nanos(self.total.as_nanos() + sojourn.as_nanos());
+        self.max = self.max.max(sojourn);
+    }
+    /// Counters `dequeued`, `sojourn_total`, `sojourn_max` of `queue`.
+    pub fn counters(&self, queue: &'static str, out: &mut Vec<Counter>) {
+        out.push(Counter::count(queue, "dequeued", self.packets));
+        out.push(Counter::nanos(queue, "sojourn_total", self.total));
+        out.push(Counter::nanos(queue, "sojourn_max", self.max));
+    }
+}
+
 /// A queue discipline.
 ///
 /// Contract, checked by the property tests in `tests/`: every packet given to
@@ -130,7 +204,9 @@ pub trait Aqm<P: QPacket> {
     /// others for schemes that drop from inside the queue) are pushed onto `drops`.
     fn enqueue(&mut self, pkt: P, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit;
     /// Hand the next packet to the link, or `None` if nothing is left. Packets dropped
-    /// on the way (CoDel) are pushed onto `drops`.
+    /// on the way (CoDel) are pushed onto `drops`. An AQM that holds packets back
+    /// (CAKE's shaper) returns `None` with a backlog; its [`Aqm::next_timer`] then says
+    /// when to ask again.
     fn dequeue(&mut self, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Option<Departure<P>>;
     fn backlog(&self) -> Backlog;
     /// When this AQM next needs [`Aqm::on_timer`] (PIE's periodic update), if ever.
@@ -141,6 +217,9 @@ pub trait Aqm<P: QPacket> {
     fn probe(&self) -> Probe {
         Probe::default()
     }
+    /// Named figures beyond [`Stats`] (see [`Counter`]), appended to `out`; none by
+    /// default. Called when a recorder samples, not per packet.
+    fn counters(&self, _out: &mut Vec<Counter>) {}
 }
 
 /// What the registry needs from an AQM's file, implemented on its parameters (plain
@@ -187,6 +266,9 @@ impl<P: QPacket, A: Aqm<P> + ?Sized> Aqm<P> for Box<A> {
     }
     fn probe(&self) -> Probe {
         (**self).probe()
+    }
+    fn counters(&self, out: &mut Vec<Counter>) {
+        (**self).counters(out)
     }
 }
 

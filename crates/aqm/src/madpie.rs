@@ -93,7 +93,7 @@ impl<P: QPacket> Aqm<P> for MadPie<P> {
             }
         }
         // PIE's ECN rule applies to the deterministic signal too: marked below
-        // ecn_threshold for ECN-capable packets, dropped otherwise (RFC 8033 §5.1).
+        // or at ecn_threshold for ECN-capable packets, dropped otherwise (RFC 8033 §5.1).
         self.pie.admit_decided(pkt, decision, ctx, drops)
     }
 

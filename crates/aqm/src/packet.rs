@@ -2,6 +2,8 @@
 //!
 //! The simulator's packets and the emulator's raw IP buffers both implement
 //! [`QPacket`]; the algorithms are generic over it and never see anything else.
+//! Everything beyond size, flow and ECN has a default, so that a packet type gives
+//! only what its classifiers need.
 
 /// The two-bit ECN field of the IP header (RFC 3168 §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -18,6 +20,51 @@ impl Ecn {
     pub fn is_ect(self) -> bool {
         matches!(self, Ecn::Ect0 | Ecn::Ect1)
     }
+    /// The L4S identifier (RFC 9331 §2): ECT(1) or CE, i.e. the field's low bit set.
+    pub fn is_l4s(self) -> bool {
+        matches!(self, Ecn::Ect1 | Ecn::Ce)
+    }
+    /// The two bits as they sit in the IP header (RFC 3168 §5: Not-ECT 00, ECT(1) 01,
+    /// ECT(0) 10, CE 11).
+    pub fn bits(self) -> u8 {
+        match self {
+            Ecn::NotEct => 0b00,
+            Ecn::Ect1 => 0b01,
+            Ecn::Ect0 => 0b10,
+            Ecn::Ce => 0b11,
+        }
+    }
+}
+
+/// What an ACK filter reads from a TCP segment that acknowledges (CAKE's
+/// `cake_ack_filter`): sequence numbers are 32-bit and compared with wrap-around
+/// (RFC 793 §3.3, Linux `before()`/`after()`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpAck {
+    /// The cumulative acknowledgement number.
+    pub ack: u32,
+    /// A pure ACK: no payload, no flag but ACK (ECE and CWR aside) and no option an
+    /// ACK filter must keep (CAKE `cake_tcph_may_drop`: only SACK, timestamps and MD5).
+    pub pure: bool,
+    pub ece: bool,
+    pub cwr: bool,
+    /// SACK blocks `[start, end)` (RFC 2018), the first `sack_len` of them.
+    pub sack: [(u32, u32); 4],
+    pub sack_len: u8,
+    /// The timestamps option (RFC 7323): TSval, TSecr.
+    pub timestamps: Option<(u32, u32)>,
+}
+
+impl TcpAck {
+    pub fn sack_blocks(&self) -> &[(u32, u32)] {
+        &self.sack[..self.sack_len as usize]
+    }
+}
+
+/// `a` is later than `b` in 32-bit sequence space (Linux `after()`).
+#[inline]
+pub fn seq_after(a: u32, b: u32) -> bool {
+    (b.wrapping_sub(a) as i32) < 0
 }
 
 /// The transport protocol, as far as a classifier cares (RED+Tail sends UDP to its
@@ -44,7 +91,26 @@ pub trait QPacket {
     fn transport(&self) -> Transport {
         Transport::Tcp
     }
+    /// The sending host, for per-host fairness (CAKE's `srchost`, `dual-srchost`,
+    /// `triple-isolate`). Defaults to the flow key: each flow its own host.
+    fn src_host(&self) -> u64 {
+        self.flow_key()
+    }
+    /// The receiving host (CAKE's `dsthost`, `dual-dsthost`). Defaults to the flow key.
+    fn dst_host(&self) -> u64 {
+        self.flow_key()
+    }
+    /// The acknowledgement a TCP segment carries (ACK flag set, SYN clear), for ACK
+    /// filters; `None` for everything else (the default).
+    fn tcp_ack(&self) -> Option<TcpAck> {
+        None
+    }
+    /// A pure TCP ACK (see [`TcpAck::pure`]).
+    fn is_pure_ack(&self) -> bool {
+        self.tcp_ack().is_some_and(|a| a.pure)
+    }
     fn ecn(&self) -> Ecn;
-    /// Set the CE codepoint (only called on ECN-capable packets).
+    /// Set the CE codepoint (only called on ECN-capable packets, or on CE ones, where
+    /// it changes nothing).
     fn set_ce(&mut self);
 }

@@ -12,7 +12,10 @@
 //! scaled down while the probability is small.
 //!
 //! [`Pie::decide`] and [`Pie::admit_decided`] are public so that MADPIE can add its
-//! deterministic drop between PIE's random decision and the enqueue.
+//! deterministic drop between PIE's random decision and the enqueue. The control law
+//! itself ([`early_drop`], [`calculate_drop_prob`], [`process_dequeue`]) works on
+//! one queue's [`PieVars`] and its backlog, so that FQ-PIE ([`crate::fq_pie`]) runs
+//! one PIE state per flow queue with this same code.
 
 use serde::{Deserialize, Serialize};
 
@@ -44,10 +47,17 @@ pub struct PieParams {
     pub target: Duration,
     /// T_UPDATE, the interval between probability updates (RFC 8033 §4.2: 15 ms).
     pub tupdate: Duration,
-    /// alpha, in Hz (RFC 8033 §4.2: 0.125).
+    /// alpha, in Hz (RFC 8033 §4.2: 0.125). Applied once per update, as in the RFC's
+    /// pseudocode, Linux and ns-3: with a longer `tupdate` PIE moves its probability
+    /// less often, so less per second, unless `scale_gains` is on.
     pub alpha: f64,
-    /// beta, in Hz (RFC 8033 §4.2: 1.25).
+    /// beta, in Hz (RFC 8033 §4.2: 1.25); per update, as alpha.
     pub beta: f64,
+    /// Scale alpha and beta by tupdate / 15 ms, the T_UPDATE the RFC chose its values
+    /// for (§4.2), so that their effect per second does not depend on `tupdate`.
+    /// Off by default: RFC 8033's pseudocode, Linux's sch_pie and ns-3 apply them
+    /// per update whatever the interval (Kuhn & Ros ran tupdate = 30 ms unscaled).
+    pub scale_gains: bool,
     /// MAX_BURST, the burst allowance (RFC 8033 §4.4: 150 ms).
     pub max_burst: Duration,
     /// Delay estimator (RFC 8033 §4.3: departure rate).
@@ -68,7 +78,8 @@ pub struct PieParams {
     pub cap_drop_adjustment: bool,
     /// Mark ECN-capable packets instead of dropping them (RFC 8033 §5.1).
     pub ecn: bool,
-    /// Above this drop probability, drop even ECN-capable packets (RFC 8033 §5.1: 10 %).
+    /// Above this drop probability, drop even ECN-capable packets; at or below it,
+    /// mark them (RFC 8033 §5.1: 10 %).
     pub ecn_threshold: f64,
     /// Derandomization (RFC 8033 §5.4: off by default).
     pub derandomize: bool,
@@ -90,6 +101,7 @@ impl Default for PieParams {
             tupdate: Duration::from_millis(15),
             alpha: 0.125,
             beta: 1.25,
+            scale_gains: false,
             max_burst: Duration::from_millis(150),
             estimator: DelayEstimator::DepartureRate,
             dq_threshold: Bytes(16_384),
@@ -112,8 +124,9 @@ impl PieParams {
     pub const DOC: &'static [(&'static str, &'static str)] = &[
         ("target", "target queueing delay QDELAY_REF (RFC 8033 §4.1)"),
         ("tupdate", "probability update interval T_UPDATE (RFC 8033 §4.2)"),
-        ("alpha", "gain on (delay - target), Hz (RFC 8033 §4.2)"),
-        ("beta", "gain on (delay - delay_old), Hz (RFC 8033 §4.2)"),
+        ("alpha", "gain on (delay - target), Hz, applied per update (RFC 8033 §4.2)"),
+        ("beta", "gain on (delay - delay_old), Hz, applied per update (RFC 8033 §4.2)"),
+        ("scale_gains", "scale alpha and beta by tupdate / 15 ms, the RFC's T_UPDATE (off: per update, as the RFC's pseudocode, Linux, ns-3)"),
         ("max_burst", "burst allowance MAX_BURST (RFC 8033 §4.4)"),
         ("estimator", "departure_rate (RFC 8033 §4.3) | timestamp (RFC 8033 §4.3, Linux) | interval (Pan et al. 2012)"),
         ("dq_threshold", "bytes per departure-rate measurement DQ_THRESHOLD (RFC 8033 §4.3)"),
@@ -182,6 +195,212 @@ pub struct PieVars {
     ce_bytes: u64,
 }
 
+impl PieVars {
+    /// Fresh state, with the whole burst allowance (RFC 8033 §4.4).
+    pub fn new(params: &PieParams) -> PieVars {
+        PieVars { burst_allowance: params.max_burst, ..PieVars::default() }
+    }
+
+    /// A packet of `size` bytes entered the queue (for `ignore_ce_in_measure`).
+    #[inline]
+    pub fn on_arrival(&mut self, params: &PieParams, size: u64, ce: bool) {
+        if params.ignore_ce_in_measure && ce {
+            self.ce_bytes += size;
+        }
+    }
+
+    /// The backlog the delay estimator converts to delay: `backlog` bytes, without
+    /// the CE-marked ones with `ignore_ce_in_measure`.
+    #[inline]
+    pub fn measured_backlog(&self, params: &PieParams, backlog: u64) -> u64 {
+        if params.ignore_ce_in_measure {
+            backlog - self.ce_bytes
+        } else {
+            backlog
+        }
+    }
+}
+
+// PIE's control law over one queue's state, the queue seen only through its backlog
+// in bytes: what PIE runs on its single FIFO, and what FQ-PIE runs on each flow queue
+// (Linux's `pie_drop_early`, `pie_calculate_probability` and `pie_process_dequeue`
+// in `include/net/pie.h` have the same shape).
+
+/// Safeguard PIE to be work-conserving (RFC 8033 §4.1): no early drop while the
+/// delay was under half the target and the probability is under 20 %, or while the
+/// queue holds at most two mean-size packets.
+#[inline]
+pub fn safeguard_applies(p: &PieParams, v: &PieVars, backlog: u64) -> bool {
+    (v.qdelay_old < p.target.div_u64(2) && v.drop_prob < 0.2) || backlog <= 2 * p.mean_pkt_size.0
+}
+
+/// PIE's random early drop decision for an arriving packet of `size` bytes at a
+/// queue holding `backlog` bytes (the buffer limit is the caller's): the burst
+/// allowance (RFC 8033 §4.4, reset after a quiet period as in its Appendix A
+/// `enque()`), then `drop_early()` (§4.1, with derandomization §5.4 and Linux's
+/// byte mode). True: drop (or mark).
+#[inline]
+pub fn early_drop(p: &PieParams, v: &mut PieVars, backlog: u64, size: u32, ctx: &mut Ctx<'_>) -> bool {
+    let half = p.target.div_u64(2);
+    // RFC 8033 Appendix A, enque(): reset the burst allowance once the queue has
+    // been quiet (no drop probability, both delay samples under target/2).
+    if v.drop_prob == 0.0 && v.qdelay < half && v.qdelay_old < half {
+        v.burst_allowance = p.max_burst;
+    }
+    // RFC 8033 §4.4: no random drop while burst allowance remains.
+    if !v.burst_allowance.is_zero() {
+        return false;
+    }
+    if safeguard_applies(p, v, backlog) {
+        return false;
+    }
+    let mut prob = v.drop_prob;
+    if p.bytemode {
+        prob = (prob * size as f64 / p.mean_pkt_size.0 as f64).min(1.0);
+    }
+    // Derandomization (RFC 8033 §5.4).
+    if p.derandomize {
+        if v.drop_prob == 0.0 {
+            v.accu_prob = 0.0;
+        }
+        v.accu_prob += v.drop_prob;
+        if v.accu_prob < 0.85 {
+            return false;
+        }
+        if v.accu_prob >= 8.5 {
+            return true;
+        }
+    }
+    ctx.uniform() < prob
+}
+
+/// May a congestion signal be a CE mark at this probability (RFC 8033 §5.1)?
+#[inline]
+pub fn ecn_allowed(p: &PieParams, v: &PieVars) -> bool {
+    // RFC 8033 §5.1: mark while drop_prob_ is at or below the threshold (10 %), drop
+    // above it (Linux sch_pie: prob <= MAX_PROB / 10).
+    p.ecn && v.drop_prob <= p.ecn_threshold
+}
+
+/// RFC 8033 §4.2 calculate_drop_prob(), run every `tupdate`, for a queue whose
+/// measured backlog is `backlog` bytes.
+pub fn calculate_drop_prob(p: &PieParams, v: &mut PieVars, backlog: u64, ctx: &mut Ctx<'_>) {
+    v.last_update = ctx.now;
+    // The delay estimate (RFC 8033 §4.3).
+    match p.estimator {
+        DelayEstimator::DepartureRate => {
+            v.qdelay = if v.avg_dq_time_ns > 0.0 {
+                Duration::from_nanos((backlog as f64 * v.avg_dq_time_ns / p.dq_threshold.0 as f64).round() as u64)
+            } else {
+                Duration::ZERO
+            };
+        }
+        DelayEstimator::Timestamp => {
+            // The last dequeued packet's sojourn; zero once the queue is empty.
+            if backlog == 0 {
+                v.qdelay = Duration::ZERO;
+            }
+        }
+        DelayEstimator::Interval => {
+            // Pan et al. (2012): est_del = queue_length / depart_count * T_update.
+            v.qdelay = if backlog == 0 {
+                Duration::ZERO
+            } else if v.depart_count > 0 {
+                Duration::from_nanos((backlog as u128 * p.tupdate.as_nanos() as u128 / v.depart_count as u128) as u64)
+            } else {
+                // Nothing left in a whole interval: fall back to the link rate.
+                ctx.link_rate.tx_time(backlog)
+            };
+            v.depart_count = 0;
+        }
+    }
+    let cur = v.qdelay.as_secs_f64();
+    let old = v.qdelay_old.as_secs_f64();
+    // RFC 8033 §4.2: the PI step, once per update. The RFC's alpha and beta are
+    // for T_UPDATE = 15 ms; `scale_gains` keeps their effect per second at
+    // another interval (a step tupdate / 15 ms as large).
+    let gain = if p.scale_gains { p.tupdate.as_secs_f64() / 0.015 } else { 1.0 };
+    let mut delta = gain * (p.alpha * (cur - p.target.as_secs_f64()) + p.beta * (cur - old));
+    // RFC 8033 §4.2: auto-tuning of alpha and beta by the drop probability's range.
+    if p.auto_scale {
+        let dp = v.drop_prob;
+        delta /= if dp < 0.000_001 {
+            2048.0
+        } else if dp < 0.000_01 {
+            512.0
+        } else if dp < 0.000_1 {
+            128.0
+        } else if dp < 0.001 {
+            32.0
+        } else if dp < 0.01 {
+            8.0
+        } else if dp < 0.1 {
+            2.0
+        } else {
+            1.0
+        };
+    }
+    // RFC 8033 §5.5 Cap Drop Adjustment.
+    if p.cap_drop_adjustment && v.drop_prob >= 0.1 && delta > 0.02 {
+        delta = 0.02;
+    }
+    // Linux sch_pie: extra push while the delay is very high.
+    if p.high_delay_boost && v.qdelay > Duration::from_millis(250) {
+        delta += 0.02;
+    }
+    let mut prob = v.drop_prob + delta;
+    // RFC 8033 §4.2: decay the probability exponentially when the queue is idle.
+    if v.qdelay.is_zero() && v.qdelay_old.is_zero() {
+        prob *= 0.98;
+    }
+    v.drop_prob = prob.clamp(0.0, 1.0);
+    v.qdelay_old = v.qdelay;
+    // RFC 8033 §4.4: the burst allowance runs down by T_UPDATE each update.
+    v.burst_allowance = v.burst_allowance.saturating_sub(p.tupdate);
+}
+
+/// A packet of `size` bytes left the queue after `sojourn`, leaving `backlog` bytes
+/// behind: feed the delay estimator (RFC 8033 §4.3).
+#[inline]
+pub fn process_dequeue(p: &PieParams, v: &mut PieVars, size: u64, ce: bool, sojourn: Duration, now: Time, backlog: u64) {
+    if ce && p.ignore_ce_in_measure {
+        v.ce_bytes -= size;
+    }
+    match p.estimator {
+        DelayEstimator::DepartureRate => {
+            // RFC 8033 §4.3 / Appendix B: count bytes in the current measurement
+            // cycle; when DQ_THRESHOLD bytes have left, fold the drain time into
+            // the average.
+            if v.in_measurement {
+                v.dq_count += size;
+                if v.dq_count >= p.dq_threshold.0 {
+                    let dq_time = now.saturating_since(v.measurement_start).as_nanos() as f64;
+                    // normalise to the time for exactly dq_threshold bytes
+                    let sample = dq_time * p.dq_threshold.0 as f64 / v.dq_count as f64;
+                    v.avg_dq_time_ns = if v.avg_dq_time_ns == 0.0 {
+                        sample
+                    } else {
+                        p.dq_weight * sample + (1.0 - p.dq_weight) * v.avg_dq_time_ns
+                    };
+                    v.in_measurement = false;
+                }
+            }
+            // Start a cycle when the queue holds DQ_THRESHOLD bytes.
+            if !v.in_measurement && backlog >= p.dq_threshold.0 {
+                v.in_measurement = true;
+                v.measurement_start = now;
+                v.dq_count = 0;
+            }
+        }
+        DelayEstimator::Timestamp => {
+            if !(ce && p.ignore_ce_in_measure) {
+                v.qdelay = sojourn;
+            }
+        }
+        DelayEstimator::Interval => v.depart_count += size,
+    }
+}
+
 /// PIE over one FIFO.
 #[derive(Debug)]
 pub struct Pie<P> {
@@ -193,21 +412,12 @@ pub struct Pie<P> {
 
 impl<P: QPacket> Pie<P> {
     pub fn new(params: &PieParams, limit: Limit) -> Self {
-        let vars = PieVars { burst_allowance: params.max_burst, ..PieVars::default() };
-        Pie { params: params.clone(), vars, fifo: Fifo::new(), limit }
+        Pie { params: params.clone(), vars: PieVars::new(params), fifo: Fifo::new(), limit }
     }
 
     /// The delay estimate PIE currently acts on.
     pub fn current_qdelay(&self) -> Duration {
         self.vars.qdelay
-    }
-
-    fn measured_backlog_bytes(&self) -> u64 {
-        if self.params.ignore_ce_in_measure {
-            self.fifo.bytes() - self.vars.ce_bytes
-        } else {
-            self.fifo.bytes()
-        }
     }
 
     /// The decision for an arriving packet of `size` bytes, before any ECN handling:
@@ -219,56 +429,14 @@ impl<P: QPacket> Pie<P> {
         if self.limit.overflows(self.fifo.backlog(), size) {
             return Some(Cause::Overflow);
         }
-        let half = self.params.target.div_u64(2);
-        // RFC 8033 Appendix A, enque(): reset the burst allowance once the queue has
-        // been quiet (no drop probability, both delay samples under target/2).
-        if self.vars.drop_prob == 0.0 && self.vars.qdelay < half && self.vars.qdelay_old < half {
-            self.vars.burst_allowance = self.params.max_burst;
-        }
-        // RFC 8033 §4.4: no random drop while burst allowance remains.
-        if !self.vars.burst_allowance.is_zero() {
-            return None;
-        }
-        if self.drop_early(size, ctx) { Some(Cause::Random) } else { None }
+        if early_drop(&self.params, &mut self.vars, self.fifo.bytes(), size, ctx) { Some(Cause::Random) } else { None }
     }
 
-    /// Safeguard PIE to be work-conserving (RFC 8033 §4.1): no early drop while the
-    /// delay was under half the target and the probability is under 20 %, or while
-    /// the queue holds at most two mean-size packets. Public for MADPIE, whose
-    /// deterministic drop applies only where PIE's random policy does.
+    /// [`safeguard_applies`] to this queue. Public for MADPIE, whose deterministic
+    /// drop applies only where PIE's random policy does.
     #[inline]
     pub fn safeguard_applies(&self) -> bool {
-        let v = &self.vars;
-        let p = &self.params;
-        (v.qdelay_old < p.target.div_u64(2) && v.drop_prob < 0.2) || self.fifo.bytes() <= 2 * p.mean_pkt_size.0
-    }
-
-    /// RFC 8033 §4.1 drop_early().
-    #[inline]
-    fn drop_early(&mut self, size: u32, ctx: &mut Ctx<'_>) -> bool {
-        if self.safeguard_applies() {
-            return false;
-        }
-        let v = &mut self.vars;
-        let p = &self.params;
-        let mut prob = v.drop_prob;
-        if p.bytemode {
-            prob = (prob * size as f64 / p.mean_pkt_size.0 as f64).min(1.0);
-        }
-        // Derandomization (RFC 8033 §5.4).
-        if p.derandomize {
-            if v.drop_prob == 0.0 {
-                v.accu_prob = 0.0;
-            }
-            v.accu_prob += v.drop_prob;
-            if v.accu_prob < 0.85 {
-                return false;
-            }
-            if v.accu_prob >= 8.5 {
-                return true;
-            }
-        }
-        ctx.uniform() < prob
+        safeguard_applies(&self.params, &self.vars, self.fifo.bytes())
     }
 
     /// Enqueue `pkt` given a decision from [`Pie::decide`] (possibly amended, as MADPIE
@@ -284,16 +452,19 @@ impl<P: QPacket> Pie<P> {
                 return Admit::Dropped(Cause::Overflow);
             }
             Some(cause) => {
-                let ecn_ok = self.params.ecn && self.vars.drop_prob < self.params.ecn_threshold;
+                // RFC 8033 §5.4: the accumulated probability restarts after each
+                // congestion signal. §5.1 makes a CE mark that signal in place of a
+                // drop, so a mark restarts it too (Linux's sch_pie restarts it when
+                // the random decision fires, mark or drop); restarting on drops only
+                // lets it grow past 8.5, where every ECN-capable packet is marked.
+                self.vars.accu_prob = 0.0;
+                let ecn_ok = ecn_allowed(&self.params, &self.vars);
                 match signal(pkt, cause, ecn_ok, drops) {
                     Ok(marked) => {
                         self.push(marked, ctx.now);
                         return Admit::Marked(cause);
                     }
-                    Err(admit) => {
-                        self.vars.accu_prob = 0.0;
-                        return admit;
-                    }
+                    Err(admit) => return admit,
                 }
             }
         };
@@ -303,127 +474,14 @@ impl<P: QPacket> Pie<P> {
 
     #[inline]
     fn push(&mut self, pkt: P, now: Time) {
-        if self.params.ignore_ce_in_measure && pkt.ecn() == crate::Ecn::Ce {
-            self.vars.ce_bytes += pkt.size_bytes() as u64;
-        }
+        self.vars.on_arrival(&self.params, pkt.size_bytes() as u64, pkt.ecn() == crate::Ecn::Ce);
         self.fifo.push(pkt, now);
     }
 
     /// RFC 8033 §4.2 calculate_drop_prob(), run every `tupdate`.
     pub fn update(&mut self, ctx: &mut Ctx<'_>) {
-        let p = &self.params;
-        let backlog = self.measured_backlog_bytes();
-        let v = &mut self.vars;
-        v.last_update = ctx.now;
-        // The delay estimate (RFC 8033 §4.3).
-        match p.estimator {
-            DelayEstimator::DepartureRate => {
-                v.qdelay = if v.avg_dq_time_ns > 0.0 {
-                    Duration::from_nanos((backlog as f64 * v.avg_dq_time_ns / p.dq_threshold.0 as f64).round() as u64)
-                } else {
-                    Duration::ZERO
-                };
-            }
-            DelayEstimator::Timestamp => {
-                // The last dequeued packet's sojourn; zero once the queue is empty.
-                if backlog == 0 {
-                    v.qdelay = Duration::ZERO;
-                }
-            }
-            DelayEstimator::Interval => {
-                // Pan et al. (2012): est_del = queue_length / depart_count * T_update.
-                v.qdelay = if backlog == 0 {
-                    Duration::ZERO
-                } else if v.depart_count > 0 {
-                    Duration::from_nanos((backlog as u128 * p.tupdate.as_nanos() as u128 / v.depart_count as u128) as u64)
-                } else {
-                    // Nothing left in a whole interval: fall back to the link rate.
-                    ctx.link_rate.tx_time(backlog)
-                };
-                v.depart_count = 0;
-            }
-        }
-        let cur = v.qdelay.as_secs_f64();
-        let old = v.qdelay_old.as_secs_f64();
-        let mut delta = p.alpha * (cur - p.target.as_secs_f64()) + p.beta * (cur - old);
-        // RFC 8033 §4.2: auto-tuning of alpha and beta by the drop probability's range.
-        if p.auto_scale {
-            let dp = v.drop_prob;
-            delta /= if dp < 0.000_001 {
-                2048.0
-            } else if dp < 0.000_01 {
-                512.0
-            } else if dp < 0.000_1 {
-                128.0
-            } else if dp < 0.001 {
-                32.0
-            } else if dp < 0.01 {
-                8.0
-            } else if dp < 0.1 {
-                2.0
-            } else {
-                1.0
-            };
-        }
-        // RFC 8033 §5.5 Cap Drop Adjustment.
-        if p.cap_drop_adjustment && v.drop_prob >= 0.1 && delta > 0.02 {
-            delta = 0.02;
-        }
-        // Linux sch_pie: extra push while the delay is very high.
-        if p.high_delay_boost && v.qdelay > Duration::from_millis(250) {
-            delta += 0.02;
-        }
-        let mut prob = v.drop_prob + delta;
-        // RFC 8033 §4.2: decay the probability exponentially when the queue is idle.
-        if v.qdelay.is_zero() && v.qdelay_old.is_zero() {
-            prob *= 0.98;
-        }
-        v.drop_prob = prob.clamp(0.0, 1.0);
-        v.qdelay_old = v.qdelay;
-        // RFC 8033 §4.4: the burst allowance runs down by T_UPDATE each update.
-        v.burst_allowance = v.burst_allowance.saturating_sub(p.tupdate);
-    }
-
-    #[inline]
-    fn on_departure(&mut self, size: u64, ce: bool, sojourn: Duration, now: Time) {
-        let p = &self.params;
-        let v = &mut self.vars;
-        if ce && p.ignore_ce_in_measure {
-            v.ce_bytes -= size;
-        }
-        match p.estimator {
-            DelayEstimator::DepartureRate => {
-                // RFC 8033 §4.3 / Appendix B: count bytes in the current measurement
-                // cycle; when DQ_THRESHOLD bytes have left, fold the drain time into
-                // the average.
-                if v.in_measurement {
-                    v.dq_count += size;
-                    if v.dq_count >= p.dq_threshold.0 {
-                        let dq_time = now.saturating_since(v.measurement_start).as_nanos() as f64;
-                        // normalise to the time for exactly dq_threshold bytes
-                        let sample = dq_time * p.dq_threshold.0 as f64 / v.dq_count as f64;
-                        v.avg_dq_time_ns = if v.avg_dq_time_ns == 0.0 {
-                            sample
-                        } else {
-                            p.dq_weight * sample + (1.0 - p.dq_weight) * v.avg_dq_time_ns
-                        };
-                        v.in_measurement = false;
-                    }
-                }
-                // Start a cycle when the queue holds DQ_THRESHOLD bytes.
-                if !v.in_measurement && self.fifo.bytes() >= p.dq_threshold.0 {
-                    v.in_measurement = true;
-                    v.measurement_start = now;
-                    v.dq_count = 0;
-                }
-            }
-            DelayEstimator::Timestamp => {
-                if !(ce && p.ignore_ce_in_measure) {
-                    v.qdelay = sojourn;
-                }
-            }
-            DelayEstimator::Interval => v.depart_count += size,
-        }
+        let backlog = self.vars.measured_backlog(&self.params, self.fifo.bytes());
+        calculate_drop_prob(&self.params, &mut self.vars, backlog, ctx);
     }
 }
 
@@ -439,7 +497,7 @@ impl<P: QPacket> Aqm<P> for Pie<P> {
         let q = self.fifo.pop()?;
         let sojourn = ctx.now.saturating_since(q.enqueued_at);
         let ce = q.pkt.ecn() == crate::Ecn::Ce;
-        self.on_departure(q.pkt.size_bytes() as u64, ce, sojourn, ctx.now);
+        process_dequeue(&self.params, &mut self.vars, q.pkt.size_bytes() as u64, ce, sojourn, ctx.now, self.fifo.bytes());
         Some(Departure { pkt: q.pkt, sojourn, marked: None })
     }
 
@@ -543,6 +601,27 @@ mod tests {
         let mut r = rng(1);
         q.update(&mut ctx(Time::from_millis(15), &mut r));
         assert!((q.vars.drop_prob - 0.0075).abs() < 1e-15);
+    }
+
+    #[test]
+    fn gains_apply_per_update_unless_scaled_with_tupdate() {
+        // delay 25 ms, old 20 ms, target 15 ms, drop_prob 0.5 (no auto-scaling band):
+        // step 0.0075 per update at tupdate 15 ms and, unscaled, at 30 ms too (half
+        // as much per second); with scale_gains, 30 / 15 = 2 times it, 0.015.
+        let step = |tupdate_ms: u64, scale_gains: bool| {
+            let mut q = pie(PieParams { tupdate: Duration::from_millis(tupdate_ms), scale_gains, ..params_timestamp() });
+            fill(&mut q, 10, Time::ZERO);
+            q.vars.drop_prob = 0.5;
+            q.vars.qdelay = Duration::from_millis(25);
+            q.vars.qdelay_old = Duration::from_millis(20);
+            let mut r = rng(1);
+            q.update(&mut ctx(Time::from_millis(tupdate_ms), &mut r));
+            q.vars.drop_prob - 0.5
+        };
+        assert!((step(15, false) - 0.0075).abs() < 1e-12);
+        assert!((step(30, false) - 0.0075).abs() < 1e-12);
+        assert!((step(15, true) - 0.0075).abs() < 1e-12);
+        assert!((step(30, true) - 0.015).abs() < 1e-12, "{}", step(30, true));
     }
 
     #[test]
@@ -735,13 +814,51 @@ mod tests {
         let a = q.admit_decided(ect.clone(), Some(Cause::Random), &mut ctx(Time::ZERO, &mut r), &mut drops);
         assert_eq!(a, Admit::Marked(Cause::Random));
         assert!(drops.is_empty());
+        // RFC 8033 §5.1 marks while the probability is at or below the threshold
+        // (Linux sch_pie: prob <= MAX_PROB / 10): exactly 10 % still marks ...
         q.vars.drop_prob = 0.1;
+        let a = q.admit_decided(ect.clone(), Some(Cause::Random), &mut ctx(Time::ZERO, &mut r), &mut drops);
+        assert_eq!(a, Admit::Marked(Cause::Random));
+        assert!(drops.is_empty());
+        // ... and above it the packet is dropped
+        q.vars.drop_prob = 0.100_001;
         let a = q.admit_decided(ect, Some(Cause::Random), &mut ctx(Time::ZERO, &mut r), &mut drops);
         assert_eq!(a, Admit::Dropped(Cause::Random));
         // a non-ECT packet is always dropped
         q.vars.drop_prob = 0.05;
         let a = q.admit_decided(pkt(5, 1500), Some(Cause::Random), &mut ctx(Time::ZERO, &mut r), &mut drops);
         assert_eq!(a, Admit::Dropped(Cause::Random));
+    }
+
+    #[test]
+    fn derandomized_marks_reset_the_accumulated_probability_as_drops_do() {
+        // RFC 8033 §5.4: accu_prob_ restarts from 0 after each congestion signal. With
+        // ECN (§5.1) a mark is that signal in place of a drop, so marks restart it
+        // too; otherwise it only grows, passes 8.5 and every packet is marked. At
+        // drop_prob 0.02 a signal needs at least 0.85 / 0.02 = 43 packets of
+        // accumulation, then a coin of probability 0.02 per packet (about 50 more):
+        // over 20000 ECT packets about 20000 / 93 = 215 marks, within 2x of the
+        // 400 that plain random marking at 0.02 gives, never far above it.
+        let mut q = pie(PieParams { ecn: true, derandomize: true, ..params_timestamp() });
+        fill(&mut q, 10, Time::ZERO);
+        q.vars.burst_allowance = Duration::ZERO;
+        q.vars.qdelay_old = Duration::from_millis(100);
+        q.vars.drop_prob = 0.02;
+        let mut r = rng(3);
+        let mut drops = Vec::new();
+        let ect = TestPkt { id: 7, size: 1500, flow: 1, ecn: crate::Ecn::Ect0 };
+        let mut marks = 0;
+        for _ in 0..20_000 {
+            let mut c = ctx(Time::ZERO, &mut r);
+            let d = q.decide(1500, &mut c);
+            if let Admit::Marked(_) = q.admit_decided(ect.clone(), d, &mut c, &mut drops) {
+                marks += 1;
+            }
+            q.fifo.pop();
+            assert!(q.vars.accu_prob < 8.5, "accumulation ran away: {}", q.vars.accu_prob);
+        }
+        assert!(drops.is_empty());
+        assert!((150..=300).contains(&marks), "{marks} marks");
     }
 
     #[test]

@@ -207,6 +207,20 @@ impl RedCore {
         }
     }
 
+    /// The average an arrival at `now` would start from: the current one while the
+    /// queue is busy, decayed by the idle time otherwise (FJ93's idle-time
+    /// correction), without changing the state (Linux red_calc_qavg_from_idle_time).
+    pub fn avg_at(&self, now: Time, link_rate: Rate) -> f64 {
+        match self.vars.idle_since {
+            None => self.vars.avg,
+            Some(t) => {
+                let idle = now.saturating_since(t).as_nanos() as f64;
+                let s = link_rate.tx_time(self.cfg.pkt_size).as_nanos().max(1) as f64;
+                self.vars.avg * libm::pow(1.0 - self.cfg.w_q, idle / s)
+            }
+        }
+    }
+
     /// FJ93 Fig. 2, "when queue becomes empty: q_time <- time".
     pub fn on_empty(&mut self, now: Time) {
         self.vars.idle_since = Some(now);
@@ -556,6 +570,28 @@ mod tests {
         c.vars.avg = 16.0;
         assert_eq!(c.decide(1500, &mut ctx(Time::ZERO, &mut r)), Some(Cause::Deterministic));
         assert_eq!(c.vars.count, 0);
+    }
+
+    #[test]
+    fn count_starts_at_minus_one_so_the_first_arrival_in_the_region_has_p_a_equal_p_b() {
+        // FJ93 Fig. 2: "Initialization: count <- -1"; the first arrival that finds
+        // avg between the thresholds increments it to 0, so p_a = p_b / (1 - 0 p_b)
+        // = p_b exactly. Had count started at 0, that arrival would see count 1 and
+        // p_a = p_b / (1 - p_b). At p_b = 0.5 (avg 10 between 5 and 15, max_p 1):
+        // about 50 % of fresh queues mark their first arrival, not 100 %.
+        let mut marks = 0;
+        let mut r = rng(11);
+        for _ in 0..10_000 {
+            let mut c = core(5.0, 15.0, 1.0);
+            assert_eq!(c.vars.count, -1);
+            c.vars.avg = 10.0;
+            if c.decide(1500, &mut ctx(Time::ZERO, &mut r)).is_some() {
+                marks += 1;
+            } else {
+                assert_eq!(c.vars.count, 0);
+            }
+        }
+        assert!((4_800..5_200).contains(&marks), "{marks}");
     }
 
     #[test]

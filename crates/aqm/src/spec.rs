@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::queue::{Backlog, Limit};
 use crate::time::Time;
-use crate::{Admit, Aqm, Ctx, Departure, Dropped, Probe, QPacket, Stats};
+use crate::{Admit, Aqm, Counter, Ctx, Departure, Dropped, Probe, QPacket, Stats};
 // implemented by each AQM's file; kept in lib.rs beside `Aqm`
 pub use crate::AqmParams;
 
@@ -122,6 +122,10 @@ registry! {
     "codel" => Codel(crate::codel::CodelParams),
     "fq_codel" => FqCodel(crate::fq_codel::FqCodelParams),
     "red_tail" => RedTail(crate::red_tail::RedTailParams),
+    "dualpi2" => DualPi2(crate::dualpi2::DualPi2Params),
+    "fq_pie" => FqPie(crate::fq_pie::FqPieParams),
+    "cobalt" => Cobalt(crate::cobalt::CobaltParams),
+    "cake" => Cake(crate::cake::CakeParams),
 }
 
 impl Default for AqmSpec {
@@ -152,6 +156,9 @@ impl<P: QPacket> Aqm<P> for AnyAqm<P> {
     }
     fn probe(&self) -> Probe {
         dispatch!(self, a => a.probe())
+    }
+    fn counters(&self, out: &mut Vec<Counter>) {
+        dispatch!(self, a => a.counters(out))
     }
 }
 
@@ -243,6 +250,12 @@ impl<P: QPacket> Qdisc<P> {
     }
     pub fn probe(&self) -> Probe {
         self.aqm.probe()
+    }
+    /// The AQM's own named figures (see [`Counter`]).
+    pub fn counters(&self) -> Vec<Counter> {
+        let mut out = Vec::new();
+        self.aqm.counters(&mut out);
+        out
     }
 
     /// Packet conservation inside the queue: every arrival was refused or accepted,

@@ -121,7 +121,7 @@ impl Observe<IpPacket> for Log<'_> {
 struct Pipe {
     link: Link<IpPacket>,
     /// Its index among the links (0 forward, 1 reverse) and in the packet log.
-    index: u8,
+    index: u16,
     log: Option<u8>,
     /// Propagation delay of packets of no flow of the plan, and each flow's.
     delay: Duration,
@@ -146,7 +146,7 @@ struct Pipe {
 }
 
 impl Pipe {
-    fn new(cfg: &PipeConfig, index: u8, seed: u64, log: Option<u8>) -> Pipe {
+    fn new(cfg: &PipeConfig, index: u16, seed: u64, log: Option<u8>) -> Pipe {
         let link = Link::new(LinkConfig {
             name: &cfg.name,
             rate: cfg.rate,
@@ -191,7 +191,7 @@ impl Pipe {
     fn run(&mut self, bound: Time, inclusive: bool, origin: Time, log: &mut Log<'_>) {
         log.link = self.log;
         loop {
-            let op = self.link.next_op(self.index as u16);
+            let op = self.link.next_op(self.index);
             let op_t = if op == u128::MAX { Time::MAX } else { key_time(op) };
             let arr_t = self.arrivals.front().map_or(Time::MAX, |p| Time::ZERO + p.arrived.saturating_since(origin));
             let t = op_t.min(arr_t);

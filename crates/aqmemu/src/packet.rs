@@ -3,7 +3,7 @@
 //! of the TOS byte (RFC 3168 §5), which `set_ce` rewrites with the header checksum
 //! fixed (RFC 1071).
 
-use aqm::{Ecn, QPacket, Time, Transport};
+use aqm::{Ecn, QPacket, TcpAck, Time, Transport};
 
 /// Largest packet the bottleneck carries; the TUN devices' MTU is 1500.
 pub const BUF_SIZE: usize = 2048;
@@ -145,6 +145,15 @@ impl QPacket for IpPacket {
     fn host_pair_key(&self) -> u64 {
         self.pair
     }
+    fn src_host(&self) -> u64 {
+        self.pair >> 32
+    }
+    fn dst_host(&self) -> u64 {
+        self.pair & 0xffff_ffff
+    }
+    fn tcp_ack(&self) -> Option<TcpAck> {
+        parse_tcp_ack(self.bytes())
+    }
     fn transport(&self) -> Transport {
         self.transport
     }
@@ -163,6 +172,70 @@ impl QPacket for IpPacket {
         let c = ipv4_header_checksum(&self.buf[..ihl]);
         self.buf[10..12].copy_from_slice(&c.to_be_bytes());
     }
+}
+
+/// The acknowledgement of an IPv4 TCP segment with ACK set and SYN clear, as CAKE's
+/// ACK filter reads it (Linux `cake_ack_filter`, `cake_tcph_may_drop`): pure when it
+/// carries no payload, no flag but ACK (ECE and CWR aside) and only SACK, timestamp,
+/// MD5 or padding options.
+pub fn parse_tcp_ack(b: &[u8]) -> Option<TcpAck> {
+    if b.len() < 20 || b[0] >> 4 != 4 || b[9] != 6 {
+        return None;
+    }
+    let ihl = ((b[0] & 0x0f) as usize) * 4;
+    let total = (u16::from_be_bytes([b[2], b[3]]) as usize).min(b.len());
+    if b.len() < ihl + 20 {
+        return None;
+    }
+    let t = &b[ihl..];
+    let flags = t[13];
+    let (fin, syn, rst, psh, ack, urg, ece, cwr) =
+        (flags & 0x01 != 0, flags & 0x02 != 0, flags & 0x04 != 0, flags & 0x08 != 0, flags & 0x10 != 0, flags & 0x20 != 0, flags & 0x40 != 0, flags & 0x80 != 0);
+    if !ack || syn {
+        return None;
+    }
+    let doff = ((t[12] >> 4) as usize) * 4;
+    if doff < 20 || t.len() < doff {
+        return None;
+    }
+    let payload = total.saturating_sub(ihl + doff);
+    let mut a = TcpAck { ack: u32::from_be_bytes([t[8], t[9], t[10], t[11]]), ece, cwr, ..TcpAck::default() };
+    // reserved bits, URG, PSH, RST, FIN: not droppable
+    let mut pure = payload == 0 && !(fin || rst || psh || urg) && t[12] & 0x0f == 0;
+    let opts = &t[20..doff];
+    let mut i = 0;
+    while i < opts.len() {
+        match opts[i] {
+            0 => break,
+            1 => i += 1,
+            kind => {
+                let Some(&len) = opts.get(i + 1) else { break };
+                let len = len as usize;
+                if len < 2 || i + len > opts.len() {
+                    break;
+                }
+                let o = &opts[i + 2..i + len];
+                match kind {
+                    5 if len % 8 == 2 => {
+                        for blk in o.chunks_exact(8).take(a.sack.len()) {
+                            let s = u32::from_be_bytes([blk[0], blk[1], blk[2], blk[3]]);
+                            let e = u32::from_be_bytes([blk[4], blk[5], blk[6], blk[7]]);
+                            a.sack[a.sack_len as usize] = (s, e);
+                            a.sack_len += 1;
+                        }
+                    }
+                    8 if len == 10 => {
+                        a.timestamps = Some((u32::from_be_bytes([o[0], o[1], o[2], o[3]]), u32::from_be_bytes([o[4], o[5], o[6], o[7]])));
+                    }
+                    19 => {} // MD5 signature: does not influence state
+                    _ => pure = false,
+                }
+                i += len;
+            }
+        }
+    }
+    a.pure = pure;
+    Some(a)
 }
 
 /// Recycled packet buffers: the hot path allocates nothing once the pool is warm.
@@ -213,6 +286,38 @@ mod tests {
             sum = (sum & 0xffff) + (sum >> 16);
         }
         sum == 0xffff
+    }
+
+    #[test]
+    fn tcp_acks_parse_for_the_ack_filter() {
+        // a pure ACK (flags 0x10) of ack number 0x01020304, ECE set (0x50)
+        let mut p = tcp_packet(0, 5201, 20003, 0x50, 0);
+        p.buf[28..32].copy_from_slice(&0x0102_0304u32.to_be_bytes());
+        let a = p.tcp_ack().unwrap();
+        assert_eq!((a.ack, a.pure, a.ece, a.cwr, a.sack_len, a.timestamps), (0x0102_0304, true, true, false, 0, None));
+        assert!(p.is_pure_ack());
+        // data with ACK: an ACK, not pure; PSH: not pure; SYN-ACK: none
+        assert!(!tcp_packet(0, 5201, 20003, 0x10, 100).tcp_ack().unwrap().pure);
+        assert!(!tcp_packet(0, 5201, 20003, 0x18, 0).tcp_ack().unwrap().pure);
+        assert!(tcp_packet(0, 5201, 20003, 0x12, 0).tcp_ack().is_none());
+        assert!(tcp_packet(0, 5201, 20003, 0x02, 0).tcp_ack().is_none());
+        // options: NOP NOP TS(10) = 12 bytes, NOP NOP SACK with one block (10) = 12
+        let mut q = tcp_packet(0, 5201, 20003, 0x10, 24);
+        q.buf[32] = 11 << 4; // 44-byte TCP header
+        let opts: [u8; 24] = [1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 9, 1, 1, 5, 10, 0, 0, 1, 0, 0, 0, 2, 0];
+        q.buf[40..64].copy_from_slice(&opts);
+        let a = q.tcp_ack().unwrap();
+        assert!(a.pure, "the 24 bytes are options, not payload");
+        assert_eq!(a.timestamps, Some((7, 9)));
+        assert_eq!(a.sack_blocks(), &[(256, 512)]);
+        // an unknown option (window scale) makes it not droppable
+        q.buf[40..43].copy_from_slice(&[3, 3, 7]);
+        q.buf[43] = 1;
+        assert!(!q.tcp_ack().unwrap().pure);
+        // hosts from the addresses (parsed on arrival)
+        assert!(p.parse(&FlowMap { base_port: 20000, flows: 4 }, false));
+        assert_eq!(p.src_host(), u32::from_be_bytes([10, 201, 0, 1]) as u64);
+        assert_eq!(p.dst_host(), u32::from_be_bytes([10, 201, 1, 1]) as u64);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use aqmsim::record::RunOutput;
+use aqmsim::record::{Column, DatagramLog, FlowSeries, FlowTable, FlowTrace, HistTable, LinkSeries, PacketLog, RunOutput, Table, TransferLog};
 use aqmsim::{Scenario, SimError};
 
 pyo3::create_exception!(_core, ScenarioError, PyValueError, "A scenario that cannot run: the message names the field and the value.");
@@ -35,43 +35,27 @@ fn resolve_scenario(text: &str, format: &str, overrides: Vec<String>, seed: Opti
     Ok(parse(text, format, &overrides, seed, base_dir.as_deref())?.to_json())
 }
 
-macro_rules! columns {
-    ($py:expr, $src:expr, [$($c:ident),* $(,)?]) => {{
-        let d = PyDict::new($py);
-        $( d.set_item(stringify!($c), PyArray1::from_vec($py, $src.$c))?; )*
-        d
-    }};
+/// A record table as a dict of NumPy arrays that take over the Rust vectors.
+fn table<'py, T: Table>(py: Python<'py>, t: T) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (name, col) in t.into_columns() {
+        match col {
+            Column::U8(v) => d.set_item(name, PyArray1::from_vec(py, v))?,
+            Column::U16(v) => d.set_item(name, PyArray1::from_vec(py, v))?,
+            Column::U32(v) => d.set_item(name, PyArray1::from_vec(py, v))?,
+            Column::U64(v) => d.set_item(name, PyArray1::from_vec(py, v))?,
+            Column::I64(v) => d.set_item(name, PyArray1::from_vec(py, v))?,
+            Column::F64(v) => d.set_item(name, PyArray1::from_vec(py, v))?,
+            Column::Bool(v) => d.set_item(name, PyArray1::from_vec(py, v))?,
+        }
+    }
+    Ok(d)
 }
 
 /// The bottleneck's records, shared by simulated and emulated runs.
-fn set_link_columns(py: Python<'_>, d: &Bound<'_, PyDict>, p: aqmsim::record::PacketLog, l: aqmsim::record::LinkSeries) -> PyResult<()> {
-    d.set_item("packets", columns!(py, p, [time_ns, link, flow, uid, kind, size, event, cause, sojourn_ns, backlog_bytes, aqm_delay_ns]))?;
-    d.set_item(
-        "link_series",
-        columns!(
-            py,
-            l,
-            [
-                time_ns,
-                link,
-                capacity_bps,
-                busy_ns,
-                opportunities,
-                opportunities_used,
-                tx_bytes,
-                tx_packets,
-                arrivals,
-                drops_overflow,
-                drops_random,
-                drops_deterministic,
-                marks,
-                backlog_bytes,
-                backlog_packets,
-                drop_prob,
-                aqm_delay_ns
-            ]
-        ),
-    )
+fn set_link_columns(py: Python<'_>, d: &Bound<'_, PyDict>, p: PacketLog, l: LinkSeries) -> PyResult<()> {
+    d.set_item(PacketLog::NAME, table(py, p)?)?;
+    d.set_item(LinkSeries::NAME, table(py, l)?)
 }
 
 fn to_python<'py>(py: Python<'py>, o: RunOutput) -> PyResult<Bound<'py, PyDict>> {
@@ -92,51 +76,12 @@ fn to_python<'py>(py: Python<'py>, o: RunOutput) -> PyResult<Bound<'py, PyDict>>
     let d = PyDict::new(py);
     d.set_item("meta", meta.to_string())?;
     set_link_columns(py, &d, o.packets, o.link_series)?;
-    let h = o.histogram_buckets;
-    d.set_item("histograms", columns!(py, h, [hist, lo_ns, hi_ns, count]))?;
-    let f = o.flow_series;
-    d.set_item(
-        "flow_series",
-        columns!(py, f, [time_ns, flow, cwnd, ssthresh, srtt_ns, rtt_ns, rto_ns, in_flight, delivered_bytes, snd_una, retransmits, ca_state, rwnd, receiver_mode]),
-    )?;
-    let t = o.flows;
-    d.set_item(
-        "flows",
-        columns!(
-            py,
-            t,
-            [
-                flow,
-                group,
-                start_ns,
-                end_ns,
-                bytes_delivered,
-                segments_sent,
-                retransmits,
-                timeouts,
-                recoveries,
-                ecn_reductions,
-                drops,
-                ack_drops,
-                marks,
-                min_rtt_ns,
-                srtt_ns,
-                base_rtt_ns,
-                transfers,
-                receiver_reverts,
-                receiver_returns
-            ]
-        ),
-    )?;
-    let x = o.flow_trace;
-    d.set_item(
-        "flow_trace",
-        columns!(py, x, [time_ns, flow, conn, acked_bytes, snd_una, snd_nxt, cwnd, in_flight, unacked, rtt_ns, srtt_ns, rwnd]),
-    )?;
-    let x = o.transfers;
-    d.set_item("transfers", columns!(py, x, [flow, group, index, conn, size_bytes, request_ns, end_ns, retransmits, timeouts]))?;
-    let x = o.datagrams;
-    d.set_item("datagrams", columns!(py, x, [time_ns, flow, seq, size, delay_ns, ce]))?;
+    d.set_item(HistTable::NAME, table(py, o.histogram_buckets)?)?;
+    d.set_item(FlowSeries::NAME, table(py, o.flow_series)?)?;
+    d.set_item(FlowTable::NAME, table(py, o.flows)?)?;
+    d.set_item(FlowTrace::NAME, table(py, o.flow_trace)?)?;
+    d.set_item(TransferLog::NAME, table(py, o.transfers)?)?;
+    d.set_item(DatagramLog::NAME, table(py, o.datagrams)?)?;
     Ok(d)
 }
 
@@ -281,6 +226,33 @@ fn aqm_catalog() -> String {
     serde_json::Value::Array(kinds).to_string()
 }
 
+/// The output schema, as JSON: every record table's columns (name, dtype, the code
+/// table its values index, doc), the fixed code tables, and the traffic kinds
+/// with their families. Python reads it instead of declaring any of it again.
+#[pyfunction]
+fn schema() -> String {
+    let tables: serde_json::Map<String, serde_json::Value> = aqmsim::record::schema().into_iter().map(|(n, cols)| (n.to_string(), serde_json::to_value(cols).unwrap())).collect();
+    let codes: serde_json::Map<String, serde_json::Value> = aqmsim::record::code_tables().into_iter().map(|(n, v)| (n.to_string(), serde_json::to_value(v).unwrap())).collect();
+    let traffic: serde_json::Map<String, serde_json::Value> =
+        aqmsim::endpoint::TrafficSpec::FAMILIES.iter().map(|(k, f)| (k.to_string(), serde_json::Value::String(f.to_string()))).collect();
+    serde_json::json!({"tables": tables, "codes": codes, "traffic_families": traffic}).to_string()
+}
+
+/// The congestion controls with their parameters: JSON list of {kind, title, source,
+/// linux, simulated, params: [{name, default, doc}]}.
+#[pyfunction]
+fn cc_catalog() -> String {
+    let kinds: Vec<serde_json::Value> = aqmsim::tcp::CcSpec::KINDS
+        .iter()
+        .map(|k| {
+            let defaults = serde_json::to_value(aqmsim::tcp::CcSpec::default_for(k.kind).unwrap()).unwrap();
+            let params: Vec<serde_json::Value> = k.params.iter().map(|(name, doc)| serde_json::json!({"name": name, "default": defaults[*name], "doc": doc})).collect();
+            serde_json::json!({"kind": k.kind, "title": k.title, "source": k.source, "linux": k.linux, "simulated": k.simulated, "params": params})
+        })
+        .collect();
+    serde_json::Value::Array(kinds).to_string()
+}
+
 /// The traffic kinds and TCP settings with their defaults, as JSON.
 #[pyfunction]
 fn traffic_catalog() -> String {
@@ -294,7 +266,7 @@ fn traffic_catalog() -> String {
 #[pymodule]
 mod _core {
     #[pymodule_export]
-    use super::{aqm_catalog, builtin_scenarios, emulate_bottleneck, emulation_plan, resolve_scenario, run, traffic_catalog, ScenarioError, SimulationError};
+    use super::{aqm_catalog, builtin_scenarios, cc_catalog, schema, emulate_bottleneck, emulation_plan, resolve_scenario, run, traffic_catalog, ScenarioError, SimulationError};
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {

@@ -2,7 +2,7 @@
 //! (no allocation per packet). Sequence numbers count segments, not bytes: every data
 //! segment carries a full MSS except the last one of a finite transfer.
 
-use aqm::{Ecn, QPacket, Time, Transport};
+use aqm::{Ecn, QPacket, TcpAck, Time, Transport};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -93,6 +93,11 @@ pub struct Packet {
     /// (the most invalid values of any field); the compiler then splits copies of a
     /// packet around that byte. Without it: 1 % fewer instructions per run.
     flags: u8,
+    /// The sending and the receiving host, for classifiers that isolate hosts (CAKE):
+    /// ids the simulation gives each flow group's two ends (see `Sim::new`), set when
+    /// the packet enters the network.
+    pub src_host: u16,
+    pub dst_host: u16,
     pub sack: SackBlocks,
 }
 
@@ -133,6 +138,8 @@ impl Packet {
             hop: 0,
             ecn: Ecn::NotEct,
             flags: 0,
+            src_host: 0,
+            dst_host: 0,
             size,
             payload: 0,
             seq: 0,
@@ -153,6 +160,26 @@ impl QPacket for Packet {
     }
     fn transport(&self) -> Transport {
         if self.kind == Kind::Udp { Transport::Udp } else { Transport::Tcp }
+    }
+    fn src_host(&self) -> u64 {
+        self.src_host as u64
+    }
+    fn dst_host(&self) -> u64 {
+        self.dst_host as u64
+    }
+    /// ACKs only: the simulator's data segments carry no acknowledgement. Sequence
+    /// numbers count segments; timestamps are the send times in microseconds.
+    fn tcp_ack(&self) -> Option<TcpAck> {
+        if self.kind != Kind::Ack {
+            return None;
+        }
+        let mut a = TcpAck { ack: self.seq as u32, pure: true, ece: self.ece(), cwr: self.cwr(), ..TcpAck::default() };
+        for (i, (s, e)) in self.sack.iter(self.seq).enumerate() {
+            a.sack[i] = (s as u32, e as u32);
+            a.sack_len += 1;
+        }
+        a.timestamps = Some(((self.sent_at.as_nanos() / 1000) as u32, (self.ts_echo / 1000) as u32));
+        Some(a)
     }
     fn ecn(&self) -> Ecn {
         self.ecn

@@ -15,25 +15,313 @@ pub const EV_MARK: u8 = 3;
 pub const EVENT_NAMES: [&str; 4] = ["enqueue", "dequeue", "drop", "mark"];
 /// Cause codes in [`PacketLog::cause`]: 0 = none, then [`aqm::Cause`] + 1.
 pub const CAUSE_NAMES: [&str; 4] = ["", "overflow", "random", "deterministic"];
+/// [`FlowSeries::ca_state`] codes.
+pub const CA_STATE_NAMES: [&str; 4] = ["open", "recovery", "loss", "cwr"];
+/// [`FlowSeries::receiver_mode`] codes.
+pub const RECEIVER_MODE_NAMES: [&str; 5] = ["", "startup", "steady", "drs", "probe"];
 
-#[derive(Default, Debug)]
-pub struct PacketLog {
-    pub time_ns: Vec<u64>,
-    /// Index into [`RunOutput::logged_links`].
-    pub link: Vec<u8>,
-    pub flow: Vec<u32>,
-    pub uid: Vec<u64>,
-    /// [`crate::packet::Kind`] as u8.
-    pub kind: Vec<u8>,
-    pub size: Vec<u32>,
-    pub event: Vec<u8>,
-    pub cause: Vec<u8>,
-    /// Time in the queue (dequeues, and drops from inside the queue); -1 otherwise.
-    pub sojourn_ns: Vec<i64>,
-    /// Queue backlog after the event.
-    pub backlog_bytes: Vec<u64>,
-    /// The AQM's own delay estimate at the event, -1 if it keeps none.
-    pub aqm_delay_ns: Vec<i64>,
+/// The fixed code tables of the columns that hold codes; the others (`links`,
+/// `logged_links`, `groups`) are the run's own, in its metadata.
+pub fn code_tables() -> Vec<(&'static str, Vec<&'static str>)> {
+    use crate::packet::Kind;
+    vec![
+        ("kind", [Kind::Data, Kind::Ack, Kind::Syn, Kind::SynAck, Kind::Udp].iter().map(|k| k.name()).collect()),
+        ("event", EVENT_NAMES.to_vec()),
+        ("cause", CAUSE_NAMES.to_vec()),
+        ("ca_state", CA_STATE_NAMES.to_vec()),
+        ("receiver_mode", RECEIVER_MODE_NAMES.to_vec()),
+    ]
+}
+
+/// One column of a record table: its name, element type, the code table its values
+/// index (if any) and its documentation.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ColumnInfo {
+    pub name: &'static str,
+    pub dtype: &'static str,
+    pub codes: Option<&'static str>,
+    pub doc: &'static str,
+}
+
+/// A column's values, handed over without copying.
+#[derive(Debug)]
+pub enum Column {
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+    Bool(Vec<bool>),
+}
+
+macro_rules! column_from {
+    ($($t:ty => $v:ident),*) => {
+        $( impl From<Vec<$t>> for Column {
+            fn from(v: Vec<$t>) -> Self {
+                Column::$v(v)
+            }
+        } )*
+    };
+}
+column_from!(u8 => U8, u16 => U16, u32 => U32, u64 => U64, i64 => I64, f64 => F64, bool => Bool);
+
+/// A record table: its columns declared once, here, for the simulator, the
+/// emulator and the Python side (which reads them through the binding).
+pub trait Table {
+    /// Its name in the raw records handed to Python.
+    const NAME: &'static str;
+    const COLUMNS: &'static [ColumnInfo];
+    fn into_columns(self) -> Vec<(&'static str, Column)>;
+}
+
+/// Declare record tables: a struct of `Vec` columns, each with its docs, its
+/// element type and, after `=`, the code table its values index.
+macro_rules! tables {
+    ($( $(#[doc = $sdoc:literal])* pub struct $name:ident ($tname:literal) { $( $(#[doc = $doc:literal])* $col:ident : $ty:ident $(= $codes:ident)? , )* } )*) => {
+        $(
+            $(#[doc = $sdoc])*
+            #[derive(Default, Debug)]
+            pub struct $name {
+                $( $(#[doc = $doc])* pub $col: Vec<$ty>, )*
+            }
+
+            impl Table for $name {
+                const NAME: &'static str = $tname;
+                const COLUMNS: &'static [ColumnInfo] = &[
+                    $( ColumnInfo {
+                        name: stringify!($col),
+                        dtype: stringify!($ty),
+                        codes: { #[allow(unused_mut, unused_assignments)] let mut c: Option<&'static str> = None; $( c = Some(stringify!($codes)); )? c },
+                        doc: concat!($($doc, "\n",)* ""),
+                    }, )*
+                ];
+                fn into_columns(self) -> Vec<(&'static str, Column)> {
+                    vec![ $( (stringify!($col), Column::from(self.$col)), )* ]
+                }
+            }
+        )*
+
+        /// Every record table's name and columns.
+        pub fn schema() -> Vec<(&'static str, &'static [ColumnInfo])> {
+            vec![ $( ($tname, <$name as Table>::COLUMNS), )* ]
+        }
+    };
+}
+
+tables! {
+    /// One row per packet event on the recorded links (`packets.parquet`).
+    pub struct PacketLog ("packets") {
+        /// When the event happened (ns since the start).
+        time_ns: u64,
+        /// Index into [`RunOutput::logged_links`].
+        link: u8 = logged_links,
+        /// The packet's flow.
+        flow: u32,
+        /// The packet's number, unique in the run, in creation order.
+        uid: u64,
+        /// [`crate::packet::Kind`] as u8.
+        kind: u8 = kind,
+        /// Bytes on the wire.
+        size: u32,
+        /// Enqueue, dequeue, drop or mark ([`EVENT_NAMES`]).
+        event: u8 = event,
+        /// Why it was dropped or marked ([`CAUSE_NAMES`]; 0: neither).
+        cause: u8 = cause,
+        /// Time in the queue (dequeues, and drops from inside the queue); -1 otherwise.
+        sojourn_ns: i64,
+        /// Queue backlog after the event.
+        backlog_bytes: u64,
+        /// The AQM's own delay estimate at the event, -1 if it keeps none.
+        aqm_delay_ns: i64,
+    }
+    /// One row per sampled link per interval; each row covers `(time - interval, time]`.
+    pub struct LinkSeries ("link_series") {
+        /// The end of the interval (ns).
+        time_ns: u64,
+        /// Index into [`RunOutput::links`].
+        link: u16 = links,
+        /// Capacity offered in the interval, averaged over it: the rate (time-weighted
+        /// across scheduled changes), or full trace opportunities for a trace link.
+        capacity_bps: u64,
+        /// Time spent transmitting (rate links; 0 for trace links).
+        busy_ns: u64,
+        /// Trace links: delivery opportunities in the interval, and those that carried
+        /// at least one byte (0 and 0 for rate links).
+        opportunities: u64,
+        /// Trace links: opportunities that carried at least one byte.
+        opportunities_used: u64,
+        /// Bytes whose transmission ended in the interval.
+        tx_bytes: u64,
+        /// Packets whose transmission ended in the interval.
+        tx_packets: u64,
+        /// Packets offered to the queue in the interval.
+        arrivals: u64,
+        /// Drops in the interval because the buffer was full.
+        drops_overflow: u64,
+        /// Drops in the interval by the AQM's probabilistic decision.
+        drops_random: u64,
+        /// Drops in the interval by a control law (MADPIE, CoDel).
+        drops_deterministic: u64,
+        /// CE marks in the interval.
+        marks: u64,
+        /// Bytes queued at the end of the interval.
+        backlog_bytes: u64,
+        /// Packets queued at the end of the interval.
+        backlog_packets: u64,
+        /// The AQM's drop probability at the sample (NaN if it has none).
+        drop_prob: f64,
+        /// The AQM's delay estimate (-1 if none).
+        aqm_delay_ns: i64,
+    }
+    /// One row per flow per interval (TCP fields are NaN / -1 / 0 for UDP flows).
+    pub struct FlowSeries ("flow_series") {
+        /// The end of the interval (ns).
+        time_ns: u64,
+        /// The flow.
+        flow: u32,
+        /// Congestion window (segments; NaN for UDP).
+        cwnd: f64,
+        /// Slow-start threshold (segments; NaN while infinite or for UDP).
+        ssthresh: f64,
+        /// Smoothed RTT (-1 before the first sample).
+        srtt_ns: i64,
+        /// The latest RTT sample (-1 before the first).
+        rtt_ns: i64,
+        /// Retransmission timeout (0 for UDP).
+        rto_ns: u64,
+        /// RFC 6675 pipe: segments in flight.
+        in_flight: u64,
+        /// Payload bytes delivered in order at the receiver, cumulative.
+        delivered_bytes: u64,
+        /// Highest cumulatively acknowledged segment.
+        snd_una: u64,
+        /// Retransmissions so far.
+        retransmits: u64,
+        /// 0 open, 1 recovery, 2 loss (after a timeout), 3 cwr (reducing after ECN-Echo).
+        ca_state: u8 = ca_state,
+        /// The receiver's latest advertised window in bytes (-1: unlimited).
+        rwnd: i64,
+        /// Palermo-like receivers' mode: 0 none (DRS receiver, UDP), 1 start-up,
+        /// 2 steady, 3 DRS behaviour, 4 base-RTT probe.
+        receiver_mode: u8 = receiver_mode,
+    }
+/// One row per ACK arriving at a traced sender (`record.flow_trace`): the
+    /// per-connection sequence, RTT and in-flight traces of Popovsky Figs. 2-4.
+    pub struct FlowTrace ("flow_trace") {
+        /// When the ACK arrived (ns).
+        time_ns: u64,
+        /// The flow.
+        flow: u32,
+        /// The connection of the flow (downloads on new connections count up).
+        conn: u32,
+        /// Payload bytes cumulatively acknowledged on this connection.
+        acked_bytes: u64,
+        /// Highest cumulatively acknowledged segment after the ACK.
+        snd_una: u64,
+        /// Next new segment to send.
+        snd_nxt: u64,
+        /// Congestion window (segments) after the ACK.
+        cwnd: f64,
+        /// RFC 6675 pipe (segments) after the ACK.
+        in_flight: u64,
+        /// Segments sent and not cumulatively acknowledged.
+        unacked: u64,
+        /// The RTT sample of this ACK, if it gave one (-1 otherwise).
+        rtt_ns: i64,
+        /// Smoothed RTT after the ACK (-1: none yet).
+        srtt_ns: i64,
+        /// The window advertised in the ACK (-1: unlimited).
+        rwnd: i64,
+    }
+    /// One row per download or transfer (`transfers.parquet`).
+    pub struct TransferLog ("transfers") {
+        /// The client's flow.
+        flow: u32,
+        /// The flow's group.
+        group: u16 = groups,
+        /// The download's number within its flow, from 0.
+        index: u32,
+        /// The connection that carried it.
+        conn: u32,
+        /// The file's payload bytes.
+        size_bytes: u64,
+        /// When the client asked for it (the connection's start when each download opens one).
+        request_ns: u64,
+        /// When its last byte was delivered to the client (-1: not finished).
+        end_ns: i64,
+        /// Retransmissions and timeouts of the sender while it ran (-1: not finished).
+        retransmits: i64,
+        /// Retransmission timeouts while it ran (-1: not finished).
+        timeouts: i64,
+    }
+    /// One row per UDP datagram received (`datagrams.parquet`).
+    pub struct DatagramLog ("datagrams") {
+        /// When it arrived (ns).
+        time_ns: u64,
+        /// The CBR flow.
+        flow: u32,
+        /// Datagram number within its flow, from 0.
+        seq: u64,
+        /// Bytes on the wire.
+        size: u32,
+        /// Arrival time minus sending time.
+        delay_ns: u64,
+        /// It arrived marked CE.
+        ce: bool,
+    }
+    /// One row per flow at the end of the run.
+    pub struct FlowTable ("flows") {
+        /// The flow.
+        flow: u32,
+        /// Its group.
+        group: u16 = groups,
+        /// When it started (ns).
+        start_ns: u64,
+        /// When a finite transfer's last byte was delivered (-1: not finished or bulk).
+        end_ns: i64,
+        /// Payload bytes delivered to the receiving application.
+        bytes_delivered: u64,
+        /// Data segments (or datagrams) sent, retransmissions included.
+        segments_sent: u64,
+        /// Retransmitted segments.
+        retransmits: u64,
+        /// Retransmission timeouts.
+        timeouts: u64,
+        /// Fast recoveries entered.
+        recoveries: u64,
+        /// Window reductions on ECN-Echo.
+        ecn_reductions: u64,
+        /// Forward packets of this flow dropped anywhere; its ACKs dropped; CE marks.
+        drops: u64,
+        /// Its ACKs dropped anywhere.
+        ack_drops: u64,
+        /// Its packets marked CE.
+        marks: u64,
+        /// Smallest RTT sample (-1: none).
+        min_rtt_ns: i64,
+        /// Smoothed RTT at the end (-1: none).
+        srtt_ns: i64,
+        /// Propagation-only RTT of its path.
+        base_rtt_ns: u64,
+        /// Downloads or transfers completed (files, web, transfer).
+        transfers: u32,
+        /// Palermo receivers: reverts to DRS and returns (0 for others).
+        receiver_reverts: u32,
+        /// Palermo receivers: returns from DRS behaviour (0 for others).
+        receiver_returns: u32,
+    }
+    /// The non-empty buckets of all histograms, one row each (`histograms.parquet`).
+    pub struct HistTable ("histograms") {
+        /// Index into [`RunOutput::histograms`].
+        hist: u16 = histograms,
+        /// The bucket's values `[lo_ns, hi_ns)`.
+        lo_ns: u64,
+        /// (see lo_ns).
+        hi_ns: u64,
+        /// Values in the bucket.
+        count: u64,
+    }
 }
 
 impl PacketLog {
@@ -60,147 +348,6 @@ impl PacketLog {
     }
 }
 
-/// One row per sampled link per interval; each row covers `(time - interval, time]`.
-#[derive(Default, Debug)]
-pub struct LinkSeries {
-    pub time_ns: Vec<u64>,
-    /// Index into [`RunOutput::links`].
-    pub link: Vec<u8>,
-    /// Capacity offered in the interval, averaged over it: the rate (time-weighted
-    /// across scheduled changes), or full trace opportunities for a trace link.
-    pub capacity_bps: Vec<u64>,
-    /// Time spent transmitting (rate links; 0 for trace links).
-    pub busy_ns: Vec<u64>,
-    /// Trace links: delivery opportunities in the interval, and those that carried
-    /// at least one byte (0 and 0 for rate links).
-    pub opportunities: Vec<u64>,
-    pub opportunities_used: Vec<u64>,
-    pub tx_bytes: Vec<u64>,
-    pub tx_packets: Vec<u64>,
-    pub arrivals: Vec<u64>,
-    pub drops_overflow: Vec<u64>,
-    pub drops_random: Vec<u64>,
-    pub drops_deterministic: Vec<u64>,
-    pub marks: Vec<u64>,
-    pub backlog_bytes: Vec<u64>,
-    pub backlog_packets: Vec<u64>,
-    /// The AQM's drop probability at the sample (NaN if it has none).
-    pub drop_prob: Vec<f64>,
-    /// The AQM's delay estimate (-1 if none).
-    pub aqm_delay_ns: Vec<i64>,
-}
-
-/// One row per flow per interval (TCP fields are NaN / -1 / 0 for UDP flows).
-#[derive(Default, Debug)]
-pub struct FlowSeries {
-    pub time_ns: Vec<u64>,
-    pub flow: Vec<u32>,
-    pub cwnd: Vec<f64>,
-    pub ssthresh: Vec<f64>,
-    /// Smoothed RTT (-1 before the first sample).
-    pub srtt_ns: Vec<i64>,
-    /// The latest RTT sample (-1 before the first).
-    pub rtt_ns: Vec<i64>,
-    pub rto_ns: Vec<u64>,
-    /// RFC 6675 pipe: segments in flight.
-    pub in_flight: Vec<u64>,
-    /// Payload bytes delivered in order at the receiver, cumulative.
-    pub delivered_bytes: Vec<u64>,
-    /// Highest cumulatively acknowledged segment.
-    pub snd_una: Vec<u64>,
-    pub retransmits: Vec<u64>,
-    /// 0 open, 1 recovery, 2 loss (after a timeout), 3 cwr (reducing after ECN-Echo).
-    pub ca_state: Vec<u8>,
-    /// The receiver's latest advertised window in bytes (-1: unlimited).
-    pub rwnd: Vec<i64>,
-    /// Palermo-like receivers' mode: 0 none (DRS receiver, UDP), 1 start-up,
-    /// 2 steady, 3 DRS behaviour, 4 base-RTT probe.
-    pub receiver_mode: Vec<u8>,
-}
-
-/// One row per ACK arriving at a traced sender (`record.flow_trace`): the
-/// per-connection sequence, RTT and in-flight traces of Popovsky Figs. 2-4.
-#[derive(Default, Debug)]
-pub struct FlowTrace {
-    pub time_ns: Vec<u64>,
-    pub flow: Vec<u32>,
-    /// The connection of the flow (downloads on new connections count up).
-    pub conn: Vec<u32>,
-    /// Payload bytes cumulatively acknowledged on this connection.
-    pub acked_bytes: Vec<u64>,
-    pub snd_una: Vec<u64>,
-    pub snd_nxt: Vec<u64>,
-    pub cwnd: Vec<f64>,
-    /// RFC 6675 pipe (segments) after the ACK.
-    pub in_flight: Vec<u64>,
-    /// Segments sent and not cumulatively acknowledged.
-    pub unacked: Vec<u64>,
-    /// The RTT sample of this ACK, if it gave one (-1 otherwise).
-    pub rtt_ns: Vec<i64>,
-    pub srtt_ns: Vec<i64>,
-    /// The window advertised in the ACK (-1: unlimited).
-    pub rwnd: Vec<i64>,
-}
-
-/// One row per download or transfer (`transfers.parquet`).
-#[derive(Default, Debug)]
-pub struct TransferLog {
-    pub flow: Vec<u32>,
-    pub group: Vec<u16>,
-    /// The download's number within its flow, from 0.
-    pub index: Vec<u32>,
-    pub conn: Vec<u32>,
-    pub size_bytes: Vec<u64>,
-    /// When the client asked for it (the connection's start when each download opens one).
-    pub request_ns: Vec<u64>,
-    /// When its last byte was delivered to the client (-1: not finished).
-    pub end_ns: Vec<i64>,
-    /// Retransmissions and timeouts of the sender while it ran (-1: not finished).
-    pub retransmits: Vec<i64>,
-    pub timeouts: Vec<i64>,
-}
-
-/// One row per UDP datagram received (`datagrams.parquet`).
-#[derive(Default, Debug)]
-pub struct DatagramLog {
-    pub time_ns: Vec<u64>,
-    pub flow: Vec<u32>,
-    /// Datagram number within its flow, from 0.
-    pub seq: Vec<u64>,
-    pub size: Vec<u32>,
-    /// Arrival time minus sending time.
-    pub delay_ns: Vec<u64>,
-    pub ce: Vec<bool>,
-}
-
-/// One row per flow at the end of the run.
-#[derive(Default, Debug)]
-pub struct FlowTable {
-    pub flow: Vec<u32>,
-    pub group: Vec<u16>,
-    pub start_ns: Vec<u64>,
-    /// When a finite transfer's last byte was delivered (-1: not finished or bulk).
-    pub end_ns: Vec<i64>,
-    pub bytes_delivered: Vec<u64>,
-    pub segments_sent: Vec<u64>,
-    pub retransmits: Vec<u64>,
-    pub timeouts: Vec<u64>,
-    pub recoveries: Vec<u64>,
-    pub ecn_reductions: Vec<u64>,
-    /// Forward packets of this flow dropped anywhere; its ACKs dropped; CE marks.
-    pub drops: Vec<u64>,
-    pub ack_drops: Vec<u64>,
-    pub marks: Vec<u64>,
-    pub min_rtt_ns: Vec<i64>,
-    pub srtt_ns: Vec<i64>,
-    pub base_rtt_ns: Vec<u64>,
-    /// Downloads or transfers completed (files, web, transfer).
-    pub transfers: Vec<u32>,
-    /// Palermo receivers: reverts to DRS and returns (0 for others).
-    pub receiver_reverts: Vec<u32>,
-    pub receiver_returns: Vec<u32>,
-}
-
 /// One histogram's identity and exact moments, for `meta["histograms"]`.
 #[derive(Debug, Clone, Serialize)]
 pub struct HistInfo {
@@ -214,16 +361,6 @@ pub struct HistInfo {
     pub max_ns: Option<u64>,
 }
 
-/// The non-empty buckets of all histograms, one row each (`histograms.parquet`).
-#[derive(Debug, Default)]
-pub struct HistTable {
-    /// Index into [`RunOutput::histograms`].
-    pub hist: Vec<u16>,
-    /// The bucket's values `[lo_ns, hi_ns)`.
-    pub lo_ns: Vec<u64>,
-    pub hi_ns: Vec<u64>,
-    pub count: Vec<u64>,
-}
 
 /// Which links get streaming histograms: the queueing-delay distributions of the
 /// headline figures in fixed memory (see [`crate::hist`] for the layout and its

@@ -135,6 +135,9 @@ impl NetEvents for Ev {
 /// A flow: its endpoint and what the glue keeps of it.
 struct Flow {
     group: u16,
+    /// Its group's sender and receiver hosts ([`Scenario::host_ids`]), stamped on
+    /// every packet it sends.
+    hosts: [u16; 2],
     start: Time,
     /// Time of the pending timer event, if one is scheduled.
     timer_at: Option<Time>,
@@ -178,13 +181,14 @@ impl Sim {
         }
         let end = Time::ZERO + sc.duration;
         let built = topology::build_topology(sc)?;
+        let host_ids = sc.host_ids();
         let mut flows = Vec::new();
         let mut flow_specs = Vec::new();
         for (gi, g) in sc.flows.iter().enumerate() {
             let stop = g.common.stop.map_or(end, |s| (Time::ZERO + s).min(end));
             for (k, (start, extra)) in (0..g.common.count).zip(flow_draws(sc, gi)) {
                 let setup = FlowSetup { flow: flows.len() as u32, index: k, group: &g.common.name, group_index: gi as u16, seed: sc.seed, start, stop };
-                flows.push(Flow { group: gi as u16, start, timer_at: None, traced: false, extra, ep: g.traffic.build(&setup) });
+                flows.push(Flow { group: gi as u16, hosts: host_ids[gi], start, timer_at: None, traced: false, extra, ep: g.traffic.build(&setup) });
                 flow_specs.push((gi as u16, extra));
             }
         }
@@ -397,12 +401,14 @@ impl World {
     fn flush(&mut self, eng: &mut Engine<Ev>, fi: usize, v: u32) {
         if !self.out.is_empty() {
             let conn = self.flows[fi].ep.connection();
+            let [sender, receiver] = self.flows[fi].hosts;
             let k = eng.key_of(v);
             let mut out = std::mem::take(&mut self.out);
             for mut p in out.drain(..) {
                 p.uid = self.next_uid;
                 self.next_uid += 1;
                 p.conn = conn;
+                (p.src_host, p.dst_host) = if p.kind.is_forward() { (sender, receiver) } else { (receiver, sender) };
                 self.rec.cons.created += 1;
                 self.net.send(p, k, eng, &mut self.rec);
             }

@@ -41,7 +41,7 @@ fn in_the_parking_lot_the_flows_crossing_both_bottlenecks_get_less() {
     assert!(rev.stats.arrivals > 1000);
     // the AQM links' packet events are recorded by default, and every side is sampled
     assert_eq!(o.logged_links, vec!["b1", "b2"]);
-    let sampled: std::collections::BTreeSet<u8> = o.link_series.link.iter().copied().collect();
+    let sampled: std::collections::BTreeSet<u16> = o.link_series.link.iter().copied().collect();
     assert_eq!(sampled.len(), 16);
 }
 

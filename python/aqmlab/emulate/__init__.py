@@ -255,6 +255,9 @@ def emulate(
             "base_port": BASE_PORT,
             "datagrams": bool(sc["record"]["datagrams"]),
             "flows": flows,
+            # each side's TUN device, whose offloads the programs report
+            "dev_send": names.tun_snd,
+            "dev_recv": names.tun_rcv,
         }
         plan_path = work / "plan.json"
         plan_path.write_text(json.dumps(plan))
@@ -311,6 +314,14 @@ def emulate(
             "sender_limits_s": {
                 k: sum(v.get(f"{k}_us", 0) for v in send["final"].values()) / 1e6 for k in ("busy", "rwnd_limited", "sndbuf_limited")
             },
+            # the kernel's per-connection counters at the end, per flow (tcp_info;
+            # 0 for UDP flows): D-SACKed segments, reorderings seen, timeouts that
+            # started a recovery
+            "flow_counters": {
+                k: [int(send["final"].get(str(i), {}).get(k, 0)) for i in range(len(flows))] for k in ("dsack_dups", "reord_seen", "total_rto_recoveries")
+            },
+            # segmentation and receive offloads of the TUN devices (ethtool -k)
+            "offloads": {"senders": send.get("offloads", {}), "receivers": recv.get("offloads", {})},
         }
         return result
     finally:

@@ -27,6 +27,8 @@ delay, CE) and one per download (request, end). Each writes its results as JSON 
 
 from __future__ import annotations
 
+import ctypes
+import fcntl
 import json
 import selectors
 import signal
@@ -39,6 +41,10 @@ from typing import Any
 
 # struct tcp_info up to tcpi_total_rto_time (Linux 6.7+); older kernels return less
 TCP_INFO_LEN = 248
+# SIOCETHTOOL and the legacy offload queries (include/uapi/linux/ethtool.h): each
+# answers a struct ethtool_value { u32 cmd; u32 data; }
+SIOCETHTOOL = 0x8946
+ETHTOOL_QUERIES = {"tso": 0x1E, "gso": 0x23, "gro": 0x2B, "sg": 0x18}
 UDP_HDR = struct.Struct("!IQQ")  # flow, sequence, send time (CLOCK_MONOTONIC ns)
 REQUEST = struct.Struct("!IQ")  # a download request: its index within the flow, the size
 # Linux tcp_ca_state -> aqmlab's CA_STATES (open, recovery, loss, cwr)
@@ -89,9 +95,35 @@ def tcp_info(sock: socket.socket) -> dict[str, int] | None:
         "busy_us": struct.unpack_from("Q", b, 168)[0] if len(b) >= 192 else 0,
         "rwnd_limited_us": struct.unpack_from("Q", b, 176)[0] if len(b) >= 192 else 0,
         "sndbuf_limited_us": struct.unpack_from("Q", b, 184)[0] if len(b) >= 192 else 0,
-        # tcpi_total_rto (Linux 6.7): retransmission timeouts over the connection
+        # segments delivered (tcpi_delivered, Linux 4.18)
+        "delivered": u32(192) if len(b) >= 196 else 0,
+        # segments the receiver reported duplicate with D-SACK (tcpi_dsack_dups,
+        # Linux 5.1) and reordering events seen (tcpi_reord_seen)
+        "dsack_dups": u32(216) if len(b) >= 220 else 0,
+        "reord_seen": u32(220) if len(b) >= 224 else 0,
+        # tcpi_total_rto (Linux 6.7): retransmission timeouts over the connection,
+        # and the recoveries they started (tcpi_total_rto_recoveries)
         "total_rto": struct.unpack_from("H", b, 240)[0] if len(b) >= 242 else 0,
+        "total_rto_recoveries": struct.unpack_from("H", b, 242)[0] if len(b) >= 244 else 0,
     }
+
+
+def offloads(dev: str) -> dict[str, bool | None]:
+    """Which segmentation and receive offloads the device `dev` (in this process's
+    namespace) has on: TSO, GSO, GRO and scatter-gather, read with SIOCETHTOOL's
+    legacy queries, as `ethtool -k` shows them (None: the query failed)."""
+    out: dict[str, bool | None] = {}
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for name, cmd in ETHTOOL_QUERIES.items():
+            # struct ifreq { char ifr_name[16]; void *ifr_data; } -> ethtool_value
+            val = ctypes.create_string_buffer(struct.pack("II", cmd, 0), 8)
+            ifreq = struct.pack("16sP", dev.encode()[:15], ctypes.addressof(val))
+            try:
+                fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifreq)
+                out[name] = bool(struct.unpack("II", val.raw)[1])
+            except OSError:
+                out[name] = None
+    return out
 
 
 def congestion_control(sock: socket.socket) -> str:
@@ -287,7 +319,16 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
         th.join(timeout=2.0)
     with open(out, "w") as fh:
         json.dump(
-            {"delivered": delivered, "udp_ip_bytes": udp_bytes, "rows": rows, "owd_ns": owd, "datagrams": datagrams, "transfers": transfers, "errors": errors},
+            {
+                "delivered": delivered,
+                "udp_ip_bytes": udp_bytes,
+                "rows": rows,
+                "owd_ns": owd,
+                "datagrams": datagrams,
+                "transfers": transfers,
+                "errors": errors,
+                "offloads": offloads(plan["dev_recv"]) if plan.get("dev_recv") else {},
+            },
             fh,
         )
 
@@ -296,7 +337,9 @@ class _Totals:
     """A flow's sender counters over all its connections (downloads open many)."""
 
     def __init__(self) -> None:
-        self.closed: dict[str, int] = {k: 0 for k in ("total_retrans", "total_rto", "data_segs_out", "busy_us", "rwnd_limited_us", "sndbuf_limited_us")}
+        self.closed: dict[str, int] = {
+            k: 0 for k in ("total_retrans", "total_rto", "data_segs_out", "busy_us", "rwnd_limited_us", "sndbuf_limited_us", "dsack_dups", "total_rto_recoveries")
+        }
         self.last: dict[str, int] | None = None
         self.min_rtt_us: int | None = None
 
@@ -495,7 +538,17 @@ def send_main(plan: dict[str, Any], out: str) -> None:
     for s in list(socks.values()):
         s.close()
     with open(out, "w") as fh:
-        json.dump({"rows": rows, "final": {str(k): v for k, v in final.items()}, "errors": errors, "per_download": per_download, "counters": tcp_counters()}, fh)
+        json.dump(
+            {
+                "rows": rows,
+                "final": {str(k): v for k, v in final.items()},
+                "errors": errors,
+                "per_download": per_download,
+                "counters": tcp_counters(),
+                "offloads": offloads(plan["dev_send"]) if plan.get("dev_send") else {},
+            },
+            fh,
+        )
 
 
 def main(argv: list[str]) -> int:

@@ -198,8 +198,8 @@ def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
         args["pie_dq_rate"] = str(q["estimator"] == "departure_rate").lower()
         args.update(pie_mean_pkt=int(q["mean_pkt_size"].rstrip("B")), pie_dq_threshold=int(q["dq_threshold"].rstrip("B")),
                     pie_cap_drop=str(q["cap_drop_adjustment"]).lower(), pie_derandomize=str(q["derandomize"]).lower())
-        if not q["auto_scale"] or q.get("high_delay_boost") or q.get("bytemode"):
-            raise NotTranslatable("bottleneck.aqm: PIE auto_scale off, bytemode or high_delay_boost have no ns-3 counterpart")
+        if not q["auto_scale"] or q.get("high_delay_boost") or q.get("bytemode") or q.get("scale_gains"):
+            raise NotTranslatable("bottleneck.aqm: PIE auto_scale off, bytemode, high_delay_boost or scale_gains have no ns-3 counterpart")
         if q["estimator"] == "departure_rate":
             diffs.append(f"PIE departure-rate average: ns-3 weighs a new measurement 1/2, aqmlab {q['dq_weight']} (RFC 8033 App. B: 1/4)")
         diffs.append("PIE burst allowance: ns-3 (from ns-2) also holds drop_prob at 0 while the allowance lasts; RFC 8033 keeps updating it")

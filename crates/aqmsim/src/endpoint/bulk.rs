@@ -19,6 +19,7 @@ pub struct BulkSpec {
 }
 
 impl TrafficKind for BulkSpec {
+    const FAMILY: &'static str = "bulk";
     type Endpoint = Bulk;
     fn tcp(&self) -> Option<&TcpConfig> {
         Some(&self.tcp)

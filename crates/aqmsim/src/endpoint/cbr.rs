@@ -33,6 +33,7 @@ fn mtu() -> Bytes {
 }
 
 impl TrafficKind for CbrSpec {
+    const FAMILY: &'static str = "datagrams";
     type Endpoint = Cbr;
     fn check(&self) -> Result<(), String> {
         if self.rate.bps() == 0 {

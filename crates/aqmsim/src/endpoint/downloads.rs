@@ -160,6 +160,7 @@ impl DownloadSpec {
 }
 
 impl TrafficKind for FilesSpec {
+    const FAMILY: &'static str = "downloads";
     type Endpoint = Client;
     fn tcp(&self) -> Option<&TcpConfig> {
         Some(&self.0.tcp)
@@ -176,6 +177,7 @@ impl TrafficKind for FilesSpec {
 }
 
 impl TrafficKind for WebSpec {
+    const FAMILY: &'static str = "downloads";
     type Endpoint = Client;
     fn tcp(&self) -> Option<&TcpConfig> {
         Some(&self.0.tcp)
@@ -192,6 +194,7 @@ impl TrafficKind for WebSpec {
 }
 
 impl TrafficKind for TransferSpec {
+    const FAMILY: &'static str = "downloads";
     type Endpoint = Client;
     fn tcp(&self) -> Option<&TcpConfig> {
         Some(&self.tcp)

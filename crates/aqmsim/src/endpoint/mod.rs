@@ -101,6 +101,9 @@ impl FlowSetup<'_> {
 /// What the registry needs from a traffic kind's file, implemented on its scenario
 /// parameters.
 pub trait TrafficKind: Clone + std::fmt::Debug + PartialEq + Serialize + DeserializeOwned {
+    /// What the analysis treats it as: "bulk" (long-lived transfers), "datagrams"
+    /// (unresponsive UDP) or "downloads" (finite transfers with download times).
+    const FAMILY: &'static str;
     /// The endpoint it builds.
     type Endpoint: Endpoint;
     /// Its TCP settings, if it runs over TCP.
@@ -143,6 +146,8 @@ macro_rules! registry {
 
         impl TrafficSpec {
             pub const KINDS: &'static [&'static str] = &[$($name),*];
+            /// Each kind with its family ([`TrafficKind::FAMILY`]).
+            pub const FAMILIES: &'static [(&'static str, &'static str)] = &[$(($name, <$spec as TrafficKind>::FAMILY)),*];
 
             pub fn kind(&self) -> &'static str {
                 match self { $( TrafficSpec::$variant(_) => $name, )* }

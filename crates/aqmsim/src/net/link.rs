@@ -166,6 +166,9 @@ pub struct Link<P: QPacket> {
     sampled: bool,
     mark: Mark,
     drops: Vec<Dropped<P>>,
+    /// The AQM holds its packets back (CAKE's shaper): its dequeue gave nothing with
+    /// packets queued. The transmitter waits for the AQM's timer.
+    held: bool,
 }
 
 impl<P: QPacket> Link<P> {
@@ -201,6 +204,7 @@ impl<P: QPacket> Link<P> {
             sampled: false,
             mark: Mark::default(),
             drops: Vec::with_capacity(16),
+            held: false,
         }
     }
 
@@ -268,7 +272,7 @@ impl<P: QPacket> Link<P> {
                 if let Some(&(t, _)) = steps.get(*next) {
                     k = k.min(op_key(t, OP_STEP, idx));
                 }
-                if self.qdisc.backlog().packets > 0 {
+                if self.qdisc.backlog().packets > 0 && !self.held {
                     k = k.min(op_key(self.tx_end.max(self.clock), OP_TX, idx));
                 }
             }
@@ -286,6 +290,7 @@ impl<P: QPacket> Link<P> {
             return Time::MAX;
         }
         match &self.shaper {
+            Shaper::Rate { .. } if self.held => self.qdisc.next_timer().unwrap_or(Time::MAX).max(self.tx_end),
             Shaper::Rate { .. } if self.qdisc.backlog().packets > 0 => self.tx_end.max(self.clock),
             Shaper::Trace { next: Some(t), .. } => *t,
             _ => Time::MAX,
@@ -301,6 +306,8 @@ impl<P: QPacket> Link<P> {
             OP_TIMER => {
                 let mut ctx = Ctx { now: t, rng: &mut self.rng, link_rate: self.rate };
                 self.qdisc.on_timer(&mut ctx);
+                // an AQM that held its packets back may release them now
+                self.held = false;
             }
             OP_STEP => self.apply_step(t),
             OP_TX => self.start_tx(t, obs, out),
@@ -335,7 +342,7 @@ impl<P: QPacket> Link<P> {
                 }
             }
             Shaper::Rate { .. } => {
-                if now >= self.tx_end {
+                if now >= self.tx_end && !self.held {
                     self.start_tx(now, obs, out);
                 }
             }
@@ -371,6 +378,9 @@ impl<P: QPacket> Link<P> {
         if let Some(p) = self.dequeue(now, obs) {
             let end = self.begin_tx(p.size_bytes(), now);
             out.push(Sent { pkt: p, start: now, end });
+        } else if self.qdisc.backlog().packets > 0 {
+            // nothing may leave yet (a shaper): wait for the AQM's timer
+            self.held = true;
         }
     }
 
@@ -538,7 +548,7 @@ impl<P: QPacket> Link<P> {
     /// Close the sampling interval ending at `now` (the link's state is that just
     /// before `now`: operations and arrivals at `now` come after a sample) and write
     /// its row, as link `index` of the series.
-    pub fn sample(&mut self, now: Time, interval: Duration, index: u8, r: &mut LinkSeries) {
+    pub fn sample(&mut self, now: Time, interval: Duration, index: u16, r: &mut LinkSeries) {
         self.settle(Time::from_nanos(now.as_nanos() - 1));
         let m = self.mark;
         let (busy, tx_bytes, tx_packets) = self.sent_until(now);

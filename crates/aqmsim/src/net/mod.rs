@@ -102,8 +102,10 @@ pub struct Network {
     pipes: Vec<Pipe>,
     /// Each link's delivery pipe, if packets leave it for endpoints.
     deliver: Vec<Option<u32>>,
-    /// Per flow group: the data route (sender to receiver) and the return route.
-    routes: Vec<[Route; 2]>,
+    /// Every route's hops, one after the other: each hop's link and what follows it.
+    hops: Vec<(u16, Next)>,
+    /// Per flow: where its data route and its return route start in `hops`.
+    flow_route: Vec<[u32; 2]>,
     flow_group: Vec<u16>,
     lines: Vec<Line>,
     /// Each lazy link's wake time (`Time::MAX`: none), as set in the engine.
@@ -207,8 +209,20 @@ impl Network {
         for inp in &mut inputs {
             inp.sort_by_key(|&p| pipes[p as usize].from);
         }
-        let (flow_group, lines) = flows.into_iter().map(|(g, extra)| (g, Line { extra, q: VecDeque::new() })).unzip();
-        Network { links, inputs, pipes, deliver, routes, flow_group, lines, wake: vec![Time::MAX; n], deliver_slot: vec![usize::MAX; n], wake_slot: vec![usize::MAX; n], end, beyond_end: 0, out: Vec::with_capacity(16) }
+        let mut hops = Vec::new();
+        let starts: Vec<[u32; 2]> = routes
+            .iter()
+            .map(|dirs| {
+                dirs.clone().map(|r| {
+                    let at = hops.len() as u32;
+                    hops.extend(r.links.iter().copied().zip(r.next.iter().copied()));
+                    at
+                })
+            })
+            .collect();
+        let (flow_group, lines): (Vec<u16>, Vec<Line>) = flows.into_iter().map(|(g, extra)| (g, Line { extra, q: VecDeque::new() })).unzip();
+        let flow_route = flow_group.iter().map(|&g| starts[g as usize]).collect();
+        Network { links, inputs, pipes, deliver, hops, flow_route, flow_group, lines, wake: vec![Time::MAX; n], deliver_slot: vec![usize::MAX; n], wake_slot: vec![usize::MAX; n], end, beyond_end: 0, out: Vec::with_capacity(16) }
     }
 
     pub fn links(&self) -> &[Link<Packet>] {
@@ -233,9 +247,10 @@ impl Network {
         self.flow_group[flow as usize]
     }
 
+    /// The hop `p` is at on its route: the link, and what follows it.
     #[inline]
-    fn route(&self, p: &Packet) -> &Route {
-        &self.routes[self.flow_group[p.flow as usize] as usize][!p.kind.is_forward() as usize]
+    fn hop(&self, p: &Packet) -> (u16, Next) {
+        self.hops[(self.flow_route[p.flow as usize][!p.kind.is_forward() as usize] + p.hop as u32) as usize]
     }
 
     /// A host sends `p` during the event of key `k`: it enters its first link, after
@@ -271,7 +286,7 @@ impl Network {
     /// `p` reaches the link of its hop `p.hop` at `at` (a host's packet: in the event
     /// of key `k`).
     fn enter<E: NetEvents>(&mut self, p: Packet, at: Time, k: Key, eng: &mut Engine<E>, rec: &mut Recorder) {
-        let l = self.route(&p).links[p.hop as usize];
+        let l = self.hop(&p).0;
         if self.links[l as usize].is_eager() {
             self.book(l, p, at, eng, rec);
             return;
@@ -320,7 +335,7 @@ impl Network {
     #[inline]
     fn emit<E: NetEvents>(&mut self, mut l: u16, mut p: Packet, mut due: Time, eng: &mut Engine<E>, rec: &mut Recorder) {
         loop {
-            let next = self.route(&p).next[p.hop as usize];
+            let next = self.hop(&p).1;
             match next {
                 Next::Book(m) => {
                     if due > self.end {
@@ -456,7 +471,7 @@ impl Network {
                 self.advance(l as u16, bound, eng, rec);
                 self.refresh_wake(l as u16, eng);
             }
-            self.links[l].sample(now, interval, l as u8, &mut rec.link_series);
+            self.links[l].sample(now, interval, l as u16, &mut rec.link_series);
         }
     }
 

@@ -288,6 +288,14 @@ pub struct PathSpec {
     /// round-trip propagation delays uniform in (16, 240) ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_delay: Option<TimeDist>,
+    /// The host the group's flows are sent from, by name (default: one host of its
+    /// own, "NAME.sender"). Groups naming the same host are one host to classifiers
+    /// that isolate hosts (CAKE); each group keeps its own access links.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_host: Option<String>,
+    /// The host the group's flows are received by (default: "NAME.receiver").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_host: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -428,6 +436,11 @@ fn parse_group(path: &str, v: toml::Value) -> Result<FlowGroupSpec, ScenarioErro
     }
     if common.count == 0 {
         return Err(err(format!("{path}.count"), "must be at least 1, got 0"));
+    }
+    for (key, host) in [("sender_host", &common.path.sender_host), ("receiver_host", &common.path.receiver_host)] {
+        if host.as_deref().is_some_and(|h| h.trim().is_empty()) {
+            return Err(err(format!("{path}.path.{key}"), "must not be empty: a host name"));
+        }
     }
     if let Some(TimeDist::Exponential(_)) = common.path.flow_delay {
         return Err(err(format!("{path}.path.flow_delay"), "must be bounded: a fixed time or { uniform = [a, b] }"));
@@ -706,6 +719,30 @@ impl Scenario {
         let (fwd, rev) = self.path_delays(group);
         let extra = self.flows[group].common.path.flow_delay.as_ref().and_then(TimeDist::max).unwrap_or(Duration::ZERO);
         fwd + rev + extra + extra
+    }
+
+    /// The two hosts of each group (sender, receiver) as ids: host names in order of
+    /// first appearance, a group without names having two hosts of its own
+    /// ("NAME.sender", "NAME.receiver"). What `QPacket::src_host` and `dst_host` give
+    /// the AQMs: data from the sender host to the receiver host, ACKs back.
+    pub fn host_ids(&self) -> Vec<[u16; 2]> {
+        let mut names: Vec<String> = Vec::new();
+        let mut id = |n: String| match names.iter().position(|x| *x == n) {
+            Some(i) => i as u16,
+            None => {
+                names.push(n);
+                (names.len() - 1) as u16
+            }
+        };
+        self.flows
+            .iter()
+            .map(|g| {
+                let p = &g.common.path;
+                let s = id(p.sender_host.clone().unwrap_or_else(|| format!("{}.sender", g.common.name)));
+                let r = id(p.receiver_host.clone().unwrap_or_else(|| format!("{}.receiver", g.common.name)));
+                [s, r]
+            })
+            .collect()
     }
 
     /// Flow ids of each group, in order: group g's flows follow group g-1's.
