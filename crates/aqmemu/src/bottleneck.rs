@@ -29,7 +29,8 @@ use std::os::fd::RawFd;
 use aqm::{Cause, Dropped, Duration, Qdisc, Stats, Time};
 use aqmsim::engine::key_time;
 use aqmsim::net::link::{Link, LinkConfig, Observe, Sent};
-use aqmsim::record::{LinkInfo, LinkSeries, PacketLog, EV_DEQUEUE, EV_DROP, EV_ENQUEUE, EV_MARK};
+use aqmsim::net::topology::dumbbell_monitors;
+use aqmsim::record::{LinkInfo, Logged, Recorder};
 
 use crate::packet::{IpPacket, Pool};
 use crate::{sys, Config, PipeConfig};
@@ -61,27 +62,46 @@ impl Ord for InLine {
     }
 }
 
-/// The recording side of a link's packet events: rows of the packet log (times
-/// since the run's start, up to the end of recording; packets of the plan's flows
-/// only), and the dropped packets' buffers back to the pool.
+/// The recording side of a link's packet events: the simulator's [`Recorder`] (packet
+/// log, streaming histograms, per-flow drops and marks), given the events of the
+/// plan's flows up to the end of recording (times since the run's start), and the
+/// dropped packets' buffers back to the pool.
 struct Log<'a> {
-    packets: &'a mut PacketLog,
+    rec: &'a mut Recorder,
     pool: &'a mut Pool,
-    /// The link's index in the packet log, if its events are recorded.
-    link: Option<u8>,
+    /// The link being run (0 forward, 1 reverse) and its rate, for the queueing
+    /// delay at drops.
+    link: u16,
+    rate_bps: u64,
+    /// The plan's flows are 0..flows.
+    flows: u32,
     end: Time,
 }
 
 impl Log<'_> {
     #[inline]
-    fn on(&self, t: Time, flow: u32) -> Option<u8> {
-        self.link.filter(|_| t <= self.end && flow != u32::MAX)
+    fn on(&self, t: Time, flow: u32) -> bool {
+        t <= self.end && flow < self.flows
     }
 }
 
-/// The AQM's own delay estimate for the packet log (-1: it keeps none).
-fn aqm_delay(q: &Qdisc<IpPacket>) -> i64 {
-    q.probe().delay_estimate.map_or(-1, |d| d.as_nanos() as i64)
+/// A packet as the recorder sees it: its flow's forward or return traffic is the
+/// direction it crosses the bottleneck in (download requests go back, their data
+/// forward; any FIN or ACK-only segment goes where it travels).
+struct Seen<'a> {
+    p: &'a IpPacket,
+    forward: bool,
+}
+
+impl Logged for Seen<'_> {
+    #[inline]
+    fn logged(&self) -> (u32, u64, u8, u32) {
+        (self.p.flow, self.p.uid, self.p.kind, self.p.len as u32)
+    }
+    #[inline]
+    fn forward(&self) -> bool {
+        self.forward
+    }
 }
 
 impl Observe<IpPacket> for Log<'_> {
@@ -90,27 +110,21 @@ impl Observe<IpPacket> for Log<'_> {
     fn info(&self, p: &IpPacket) -> Self::Info {
         (p.flow, p.uid, p.kind, p.len as u32)
     }
-    fn enqueued(&mut self, t: Time, (flow, uid, kind, len): Self::Info, q: &Qdisc<IpPacket>, marked: Option<Cause>) {
-        let Some(link) = self.on(t, flow) else { return };
-        let (bl, ad) = (q.backlog().bytes, aqm_delay(q));
-        self.packets.push(t.as_nanos(), link, flow, uid, kind, len, EV_ENQUEUE, 0, -1, bl, ad);
-        if let Some(c) = marked {
-            self.packets.push(t.as_nanos(), link, flow, uid, kind, len, EV_MARK, c.index() as u8 + 1, -1, bl, ad);
+    fn enqueued(&mut self, t: Time, info: Self::Info, q: &Qdisc<IpPacket>, marked: Option<Cause>) {
+        if self.on(t, info.0) {
+            self.rec.enqueued(self.link, t, info, q, marked);
         }
     }
     fn dequeued(&mut self, t: Time, p: &IpPacket, sojourn: Duration, q: &Qdisc<IpPacket>, marked: Option<Cause>) {
-        let Some(link) = self.on(t, p.flow) else { return };
-        let (soj, bl, ad) = (sojourn.as_nanos() as i64, q.backlog().bytes, aqm_delay(q));
-        self.packets.push(t.as_nanos(), link, p.flow, p.uid, p.kind, p.len as u32, EV_DEQUEUE, 0, soj, bl, ad);
-        if let Some(c) = marked {
-            self.packets.push(t.as_nanos(), link, p.flow, p.uid, p.kind, p.len as u32, EV_MARK, c.index() as u8 + 1, soj, bl, ad);
+        if self.on(t, p.flow) {
+            self.rec.dequeued(self.link, t, &Seen { p, forward: self.link == 0 }, sojourn, q, marked);
         }
     }
     fn dropped(&mut self, t: Time, d: &Dropped<IpPacket>, q: &Qdisc<IpPacket>) {
-        let Some(link) = self.on(t, d.pkt.flow) else { return };
-        let soj = d.sojourn.map_or(-1, |s| s.as_nanos() as i64);
-        let p = &d.pkt;
-        self.packets.push(t.as_nanos(), link, p.flow, p.uid, p.kind, p.len as u32, EV_DROP, d.cause.index() as u8 + 1, soj, q.backlog().bytes, -1);
+        if self.on(t, d.pkt.flow) {
+            let seen = Seen { p: &d.pkt, forward: self.link == 0 };
+            self.rec.dropped(self.link, t, &seen, d.cause, d.sojourn, q.backlog().bytes, self.rate_bps, Some(q));
+        }
     }
     fn recycle(&mut self, p: IpPacket) {
         self.pool.put(p);
@@ -120,9 +134,8 @@ impl Observe<IpPacket> for Log<'_> {
 /// One direction: the link, then the delay line.
 struct Pipe {
     link: Link<IpPacket>,
-    /// Its index among the links (0 forward, 1 reverse) and in the packet log.
+    /// Its index among the links (0 forward, 1 reverse).
     index: u16,
-    log: Option<u8>,
     /// Propagation delay of packets of no flow of the plan, and each flow's.
     delay: Duration,
     flow_delays: Vec<Duration>,
@@ -146,7 +159,7 @@ struct Pipe {
 }
 
 impl Pipe {
-    fn new(cfg: &PipeConfig, index: u16, seed: u64, log: Option<u8>) -> Pipe {
+    fn new(cfg: &PipeConfig, index: u16, seed: u64) -> Pipe {
         let link = Link::new(LinkConfig {
             name: &cfg.name,
             rate: cfg.rate,
@@ -162,7 +175,6 @@ impl Pipe {
         Pipe {
             link,
             index,
-            log,
             delay: cfg.delay,
             flow_delays: cfg.flow_delays.clone(),
             min_delay,
@@ -189,7 +201,7 @@ impl Pipe {
     /// (operations first at equal times), up to `bound` (run-relative; included if
     /// `inclusive`). `origin` converts between the two clocks.
     fn run(&mut self, bound: Time, inclusive: bool, origin: Time, log: &mut Log<'_>) {
-        log.link = self.log;
+        log.link = self.index;
         loop {
             let op = self.link.next_op(self.index);
             let op_t = if op == u128::MAX { Time::MAX } else { key_time(op) };
@@ -198,6 +210,8 @@ impl Pipe {
             if t == Time::MAX || t > bound || (t == bound && !inclusive) {
                 break;
             }
+            // the rate before the operation, as the simulator's observer has it
+            log.rate_bps = self.link.rate().bps();
             if op_t <= arr_t {
                 self.link.do_op(op, log, &mut self.out);
             } else {
@@ -246,31 +260,29 @@ pub struct Bottleneck {
     end: Time,
     /// The next sample's time, run-relative.
     next_sample: Time,
-    pub packets: PacketLog,
-    pub series: LinkSeries,
+    /// The plan's flows: 0..flows.
+    flows: u32,
+    pub rec: Recorder,
     pub pool: Pool,
     pub lateness: Lateness,
 }
 
 impl Bottleneck {
     pub fn new(cfg: &Config) -> Bottleneck {
-        let mut logged = 0u8;
-        let mut log = |on: bool| {
-            on.then(|| {
-                logged += 1;
-                logged - 1
-            })
-        };
-        let fwd = Pipe::new(&cfg.pipes[0], 0, cfg.seed, log(cfg.log_packets[0]));
-        let rev = Pipe::new(&cfg.pipes[1], 1, cfg.seed, log(cfg.log_packets[1]));
+        let logged: Vec<u16> = (0..2).filter(|&d| cfg.log_packets[d as usize]).collect();
+        let fwd = Pipe::new(&cfg.pipes[0], 0, cfg.seed);
+        let rev = Pipe::new(&cfg.pipes[1], 1, cfg.seed);
+        // the end of recording is known at the start; the recorder's bounds only
+        // its eager links' histograms, which the emulator has none of
+        let rec = Recorder::new(2, cfg.flow_group.clone(), &cfg.groups, &logged, &dumbbell_monitors(), Time::ZERO + cfg.warmup, Time::MAX);
         Bottleneck {
             pipes: [fwd, rev],
             interval: cfg.interval,
             origin: None,
             end: Time::MAX,
             next_sample: Time::MAX,
-            packets: PacketLog::default(),
-            series: LinkSeries::default(),
+            flows: cfg.flow_group.len() as u32,
+            rec,
             pool: Pool::default(),
             lateness: Lateness::new(),
         }
@@ -315,7 +327,7 @@ impl Bottleneck {
     /// end-of-recording counters due on the way at their own times.
     pub fn advance(&mut self, now: Time) {
         let (Some(origin), Some(now)) = (self.origin, self.rel(now)) else { return };
-        let mut log = Log { packets: &mut self.packets, pool: &mut self.pool, link: None, end: self.end };
+        let mut log = Log { rec: &mut self.rec, pool: &mut self.pool, link: 0, rate_bps: 0, flows: self.flows, end: self.end };
         loop {
             let sample = if self.next_sample <= self.end { self.next_sample } else { Time::MAX };
             let end = if self.pipes[0].at_end.is_none() { self.end } else { Time::MAX };
@@ -328,7 +340,7 @@ impl Bottleneck {
                     p.run(sample, false, origin, &mut log);
                 }
                 for p in &mut self.pipes {
-                    p.link.sample(sample, self.interval, p.index, &mut self.series);
+                    p.link.sample(sample, self.interval, p.index, &mut log.rec.link_series);
                 }
                 self.next_sample = sample + self.interval;
             } else {
@@ -501,7 +513,11 @@ mod tests {
             seed: 1,
             interval,
             log_packets: [true, false],
-            flows: crate::FlowMap { base_port: 20000, flows: 0 },
+            flows: crate::FlowMap { base_port: 20000, flows: 2 },
+            // flows 0 and 1 are the plan's, in two groups
+            groups: vec!["a".into(), "b".into()],
+            flow_group: vec![0, 1],
+            warmup: Duration::ZERO,
             realtime: false,
             spin: crate::DEFAULT_SPIN,
         };
@@ -543,7 +559,7 @@ mod tests {
         assert_eq!(due_ms(&b), [14.0, 15.0, 17.0, 19.0]);
         // capacity offered per 1 ms interval (3, 4], (4, 5], ... ms of loop time: the
         // link's clock is run-relative, its samples at 1, 2, ... ms after the start
-        let cap: Vec<u64> = b.series.capacity_bps.iter().step_by(2).copied().collect();
+        let cap: Vec<u64> = b.rec.link_series.capacity_bps.iter().step_by(2).copied().collect();
         assert_eq!(cap[..4], [12_000_000, 12_000_000, 6_000_000, 6_000_000]);
         // over (4, 6] ms: 1 ms at 12 Mbps and 1 ms at 6 Mbps
         assert_eq!((cap[1] + cap[2]) / 2, 9_000_000);
@@ -602,7 +618,7 @@ mod tests {
             b.advance(MS(6));
             b
         };
-        let s = &late.series;
+        let s = &late.rec.link_series;
         assert_eq!(s.time_ns, [2_000_000, 2_000_000, 4_000_000, 4_000_000, 6_000_000, 6_000_000]);
         let fwd = |v: &Vec<u64>| v.iter().step_by(2).copied().collect::<Vec<u64>>();
         // a transmission counts in the interval where its last bit leaves, as in the
@@ -619,7 +635,7 @@ mod tests {
         for k in 0..=60 {
             on_time.advance(Time::from_micros(100 * k));
         }
-        assert_eq!((on_time.series.tx_packets, on_time.series.tx_bytes, on_time.series.busy_ns), (s.tx_packets.clone(), s.tx_bytes.clone(), s.busy_ns.clone()));
+        assert_eq!((on_time.rec.link_series.tx_packets, on_time.rec.link_series.tx_bytes, on_time.rec.link_series.busy_ns), (s.tx_packets.clone(), s.tx_bytes.clone(), s.busy_ns.clone()));
         // after the last sample, transmissions go on and count in the link's totals
         let mut b = late;
         send(&mut b, MS(7), &[750]);
@@ -651,7 +667,7 @@ mod tests {
         assert_eq!(b.pipes[0].link.held(), 0);
         // [0, 25) ms: 12 periods of 3 opportunities (the 2 at 25 ms come after the
         // sample at 25 ms); 5 of them used
-        let s = &b.series;
+        let s = &b.rec.link_series;
         assert_eq!((s.opportunities[0], s.opportunities_used[0], s.tx_bytes[0]), (36, 5, 6500));
         assert_eq!(s.capacity_bps[0], 36 * 1500 * 8 * 40);
     }
@@ -697,7 +713,42 @@ mod tests {
         assert_eq!(b.deadline(), MS(160));
         b.advance(MS(160));
         assert_eq!(b.deadline(), Time::MAX);
-        assert_eq!(b.series.time_ns, [100_000_000, 100_000_000]);
+        assert_eq!(b.rec.link_series.time_ns, [100_000_000, 100_000_000]);
+    }
+
+    #[test]
+    fn the_simulator_s_recorder_keeps_rows_histograms_and_flow_drops() {
+        // 12 Mbps, a buffer of 2 packets: flow 0 sends 4 packets of 1500 B at once,
+        // flow 1 one at 0.5 ms; other traffic (flow u32::MAX) 4 at 10 ms
+        let mut cfg = pipe_config(None);
+        cfg.limit = Limit::packets(2);
+        let mut b = bottleneck(cfg, Duration::from_secs(1));
+        b.start(Time::ZERO, Duration::from_millis(20));
+        send_flow(&mut b, Time::ZERO, &[1500; 4], 0);
+        send_flow(&mut b, Time::from_micros(500), &[1500], 1);
+        send(&mut b, MS(10), &[1500; 4]);
+        b.advance(MS(30));
+        // flow 0: the first starts at once, two wait (sojourn 1 and 2 ms), the fourth
+        // overflows; flow 1's arrives to a full queue (the second and third of flow 0)
+        assert_eq!(b.rec.flow_drops, [1, 1]);
+        assert_eq!((b.rec.flow_ack_drops.clone(), b.rec.flow_marks.clone()), (vec![0, 0], vec![0, 0]));
+        let (info, buckets) = b.rec.histograms();
+        let h = |n: &str| info.iter().find(|h| h.name == n).unwrap_or_else(|| panic!("{n}"));
+        // the recorded flows' departures only: 3 of flow 0, sojourns 0, 1 and 2 ms
+        let all = h("bottleneck.sojourn");
+        assert_eq!((all.count, all.sum_ns, all.max_ns), (3, 3e6, Some(2_000_000)));
+        assert_eq!((h("bottleneck.sojourn.a").count, h("bottleneck.sojourn.b").count), (3, 0));
+        // the two overflows, each with 2 packets (2 ms at 12 Mbps) queued
+        assert_eq!((h("bottleneck.drop_delay.overflow").count, h("bottleneck.drop_delay.overflow").max_ns), (2, Some(2_000_000)));
+        assert_eq!(h("bottleneck_rev.sojourn").count, 0);
+        assert!(buckets.count.iter().sum::<u64>() >= 3);
+        // the packet log: 4 + 1 arrivals, 2 drops, 3 departures; nothing of the others
+        let ev = &b.rec.packets.event;
+        let n = |e| ev.iter().filter(|&&x| x == e).count();
+        assert_eq!((n(0), n(1), n(2)), (3, 3, 2));
+        assert!(b.rec.packets.flow.iter().all(|&f| f < 2));
+        // the link counts everything, the other traffic too
+        assert_eq!(b.pipes[0].link.stats().arrivals, 9);
     }
 
     #[test]

@@ -31,7 +31,7 @@ use std::os::fd::RawFd;
 
 use aqm::{Duration, Limit, Rate, Time};
 use aqmsim::net::trace::LinkTrace;
-use aqmsim::record::{LinkInfo, LinkSeries, PacketLog};
+use aqmsim::record::{HistInfo, HistTable, LinkInfo, LinkSeries, PacketLog};
 use aqmsim::Scenario;
 
 pub use bottleneck::{Bottleneck, Lateness};
@@ -71,6 +71,12 @@ pub struct Config {
     /// Record one row per packet event (`record.packets`) on these pipes.
     pub log_packets: [bool; 2],
     pub flows: FlowMap,
+    /// The flow groups' names and each flow's group, for the recorder (per-group
+    /// histograms; flows beyond these are not recorded).
+    pub groups: Vec<String>,
+    pub flow_group: Vec<u16>,
+    /// Queueing delays enter the streaming histograms from this time on (`metrics.warmup`).
+    pub warmup: Duration,
     /// Ask for SCHED_FIFO (see [`sys::realtime_priority`]).
     pub realtime: bool,
     /// Do not sleep in `ppoll` closer than this to a deadline: spin instead (a
@@ -93,7 +99,8 @@ impl Config {
         let fwd = sc.resolve_limit("bottleneck.buffer", b.buffer).map_err(|e| e.to_string())?;
         let rev = sc.resolve_limit("bottleneck.reverse_buffer", b.reverse_buffer.unwrap_or(b.buffer)).map_err(|e| e.to_string())?;
         let logged = |n: &str| sc.record.packets && sc.record.links.iter().any(|l| l == n);
-        let [fwd_delays, rev_delays] = plan::flow_delays(&plan::plan(sc).map_err(|e| e.to_string())?);
+        let plan = plan::plan(sc).map_err(|e| e.to_string())?;
+        let [fwd_delays, rev_delays] = plan::flow_delays(&plan);
         let schedule = if b.trace.is_some() { Vec::new() } else { b.schedule.iter().map(|s| (s.at, s.rate)).collect() };
         Ok(Config {
             pipes: [
@@ -122,6 +129,9 @@ impl Config {
             interval: sc.record.interval,
             log_packets: [logged("bottleneck"), logged("bottleneck_rev")],
             flows,
+            groups: plan.groups.iter().map(|g| g.name.clone()).collect(),
+            flow_group: plan.flows.iter().map(|f| f.group).collect(),
+            warmup: sc.metrics.warmup,
             realtime: true,
             spin: DEFAULT_SPIN,
         })
@@ -144,6 +154,15 @@ pub struct Output {
     pub logged_links: Vec<String>,
     pub packets: PacketLog,
     pub link_series: LinkSeries,
+    /// The streaming histograms (as the simulator keeps them for the dumbbell): their
+    /// names and moments, and their buckets.
+    pub histograms: Vec<HistInfo>,
+    pub histogram_buckets: HistTable,
+    /// Per flow, while recording: its forward packets dropped, its return packets
+    /// dropped, its packets marked CE.
+    pub flow_drops: Vec<u64>,
+    pub flow_ack_drops: Vec<u64>,
+    pub flow_marks: Vec<u64>,
     /// Nanoseconds from the start to the stop of recording.
     pub recorded_ns: u64,
     /// Over the whole life of the bottleneck: packets that arrived, were written
@@ -300,11 +319,18 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
     }
     let links = b.links();
     let write_errors = b.write_errors_recorded();
+    let (histograms, histogram_buckets) = b.rec.histograms();
+    let r = b.rec;
     Ok(Output {
         links,
         logged_links,
-        packets: b.packets,
-        link_series: b.series,
+        packets: r.packets,
+        link_series: r.link_series,
+        histograms,
+        histogram_buckets,
+        flow_drops: r.flow_drops,
+        flow_ack_drops: r.flow_ack_drops,
+        flow_marks: r.flow_marks,
         recorded_ns,
         arrived: c.arrived,
         delivered: c.delivered,

@@ -229,6 +229,8 @@ def emulate(
             "base_dir": src.base_dir,
             # each flow's one-way path delays, data and return direction
             "delays_ns": [[f["fwd_delay_ns"], f["rev_delay_ns"]] for f in flows],
+            # the groups' names and each flow's, for the recorder's per-group histograms
+            "groups": [[g["name"] for g in groups], [f["group"] for f in flows]],
         }
         (work / "bottleneck.json").write_text(json.dumps(spec))
         npz = work / "bottleneck.npz"
@@ -344,18 +346,10 @@ def _is_main_thread() -> bool:
 def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str, Any]:
     """The raw dict `RunResult` reads, from the bottleneck's records and the traffic samples."""
     bmeta = json.loads(str(bn["meta"]))
-    packets = {k.split(".", 1)[1]: v for k, v in bn.items() if k.startswith("packets.")}
-    link_series = {k.split(".", 1)[1]: v for k, v in bn.items() if k.startswith("link_series.")}
+    packets, link_series, histograms = ({k.split(".", 1)[1]: v for k, v in bn.items() if k.startswith(t + ".")} for t in ("packets", "link_series", "histograms"))
     n = len(flows)
-    # per-flow drops and marks at the bottleneck, from its packet records
-    fwd = bmeta["logged_links"].index("bottleneck") if "bottleneck" in bmeta["logged_links"] else -1
-    rev = bmeta["logged_links"].index("bottleneck_rev") if "bottleneck_rev" in bmeta["logged_links"] else -1
-    ev, fl, lk = packets["event"], packets["flow"], packets["link"].astype(np.int64)
-
-    def per_flow(event: int, link: int) -> np.ndarray:
-        return np.bincount(fl[(ev == event) & (lk == link)], minlength=n)[:n]
-
-    drops, ack_drops, marks = per_flow(2, fwd), per_flow(2, rev), per_flow(3, fwd)
+    # per-flow drops and marks at the bottleneck, as its recorder counted them
+    drops, ack_drops, marks = (np.array(bmeta[k], dtype=np.uint64) for k in ("flow_drops", "flow_ack_drops", "flow_marks"))
     final = {int(k): v for k, v in send["final"].items()}
 
     def fin(i: int, key: str, default: int = 0) -> int:
@@ -450,6 +444,7 @@ def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str
         "logged_links": bmeta["logged_links"],
         "groups": groups,
         "conservation": {"created": bmeta["arrived"], "delivered": bmeta["delivered"], "dropped": bmeta["dropped"], "in_flight": bmeta["in_flight"]},
+        "histograms": bmeta["histograms"],
         "version": _core.__version__,
         "emulated": {
             "run_id": run_id,
@@ -466,7 +461,7 @@ def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str
             "one_way_delay_ns": recv["owd_ns"],
         },
     }
-    return {"meta": json.dumps(meta), "packets": packets, "link_series": link_series, "flow_series": fs, "flows": table, "transfers": transfers, "datagrams": datagrams}
+    return {"meta": json.dumps(meta), "packets": packets, "link_series": link_series, "histograms": histograms, "flow_series": fs, "flows": table, "transfers": transfers, "datagrams": datagrams}
 
 
 def _ca(linux_state: int) -> int:
