@@ -7,16 +7,18 @@
 //! run (`poll_at`), as in smoltcp and quinn-proto.
 
 pub mod cc;
-pub mod palermo;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
+pub mod window;
+
+pub use window::palermo;
 
 use aqm::{Bytes, Duration};
 use serde::{Deserialize, Serialize};
 
 pub use cc::{CcSpec, CubicParams};
-pub use palermo::PalermoParams;
+pub use window::{PalermoParams, ReceiveWindow, ReceiverSpec};
 pub use receiver::TcpReceiver;
 pub use rtt::RtoStyle;
 pub use sender::TcpSender;
@@ -100,26 +102,6 @@ impl Default for TcpConfig {
             receive_window: None,
             receiver: ReceiverSpec::Drs,
             slow_start_after_idle: true,
-        }
-    }
-}
-
-/// The receiver's window policy.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum ReceiverSpec {
-    /// Dynamic Right-Sizing (Fisk & Feng 2001): the window never limits the sender.
-    #[default]
-    Drs,
-    /// A Palermo-like receiver (Popovsky §2): a window just above the estimated BDP.
-    Palermo(PalermoParams),
-}
-
-impl ReceiverSpec {
-    pub fn name(&self) -> &'static str {
-        match self {
-            ReceiverSpec::Drs => "drs",
-            ReceiverSpec::Palermo(_) => "palermo",
         }
     }
 }
