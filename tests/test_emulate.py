@@ -226,6 +226,19 @@ def test_cleanup_removes_leftovers_of_a_killed_run(cli):
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
+def test_a_child_that_died_before_its_command_is_named_not_a_broken_pipe():
+    # killed before the start command reached it (the parent still starting the
+    # traffic programs), the bottleneck's stdin is a broken pipe: the run must fail
+    # with the usual error (the CLI takes a bare BrokenPipeError for a closed output
+    # and exits 0, silently, as it once did here)
+    from aqmlab.emulate import EmulationError, _tell
+
+    p = subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"], stdin=subprocess.PIPE)
+    p.wait(10)
+    with pytest.raises(EmulationError, match=r"^the bottleneck process died \(exit code -9\); the run is lost$"):
+        _tell({"bottleneck": p, "recv": None}, p, "start 1 2\n")
+
+
 def test_without_root_one_line_error_and_nothing_created(monkeypatch, tmp_path, capsys):
     from aqmlab import cli
 

@@ -272,9 +272,7 @@ def emulate(
         # everything is up: the run starts shortly, at the same instant for all three
         t0 = time.monotonic_ns() + LEAD_NS
         for p, line in ((b, f"start {t0} {duration_ns}"), (r, f"go {t0}"), (snd, f"go {t0}")):
-            assert p.stdin is not None
-            p.stdin.write(f"{line}\n".encode())
-            p.stdin.flush()
+            _tell(procs, p, f"{line}\n")
         end = t0 + duration_ns
         while True:
             code = b.poll()
@@ -290,8 +288,7 @@ def emulate(
         for k in ("recv", "send"):
             if procs[k].returncode != 0:  # type: ignore[union-attr]
                 raise EmulationError(f"the {k} program failed (exit code {procs[k].returncode})")  # type: ignore[union-attr]
-        b.stdin.write(b"stop\n")
-        b.stdin.close()
+        _tell(procs, b, "stop\n", close=True)
         if _readline(b, 30.0) != "done" or b.wait(10) != 0:
             raise EmulationError(f"the bottleneck process failed (exit code {b.poll()})")
         wall = time.perf_counter() - wall0
@@ -335,6 +332,27 @@ def emulate(
         for f in work.iterdir():
             f.unlink()
         work.rmdir()
+
+
+def _tell(procs: dict[str, Any], p: subprocess.Popen[bytes], line: str, close: bool = False) -> None:
+    """Write a command line to a child's stdin. A child that died meanwhile (killed
+    before the run started, say) is an EmulationError naming it, not a broken pipe
+    (which the CLI would take for a closed output and exit quietly)."""
+    assert p.stdin is not None
+    try:
+        p.stdin.write(line.encode())
+        p.stdin.flush()
+        if close:
+            p.stdin.close()
+    except BrokenPipeError:
+        name = next(k for k, q in procs.items() if q is p)
+        try:
+            code: int | None = p.wait(5)
+        except subprocess.TimeoutExpired:
+            code = None
+        if name == "bottleneck":
+            raise EmulationError(f"the bottleneck process died (exit code {code}); the run is lost") from None
+        raise EmulationError(f"the {name} program died (exit code {code}); the run is lost") from None
 
 
 def _is_main_thread() -> bool:
