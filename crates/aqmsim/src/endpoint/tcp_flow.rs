@@ -7,7 +7,6 @@ use aqm::{Duration, Time};
 use super::{Cx, FlowSetup};
 use crate::packet::Packet;
 use crate::record::{FlowSeries, FlowTable};
-use crate::tcp::palermo::Mode;
 use crate::tcp::sender::{CaState, SenderStats};
 use crate::tcp::{TcpConfig, TcpReceiver, TcpSender};
 
@@ -137,12 +136,7 @@ impl TcpFlow {
             CaState::Cwr => 3,
         });
         r.rwnd.push(window_col(self.rcv.last_rwnd));
-        r.receiver_mode.push(self.rcv.palermo.as_deref().map_or(0, |p| match p.mode {
-            _ if p.probing() => 4,
-            Mode::Startup => 1,
-            Mode::Steady => 2,
-            Mode::Drs => 3,
-        }));
+        r.receiver_mode.push(self.rcv.window.mode_code());
     }
 
     /// The flow table's TCP columns; `end`: when a finite transfer ended.
@@ -158,8 +152,7 @@ impl TcpFlow {
         t.min_rtt_ns.push(min_opt(self.min_rtt_before, self.snd.min_rtt()).map_or(-1, |d| d.as_nanos() as i64));
         t.srtt_ns.push(self.snd.rtt.srtt().map_or(-1, |d| d.as_nanos() as i64));
         t.transfers.push(transfers);
-        let pal = self.rcv.palermo.as_deref();
-        t.receiver_reverts.push(pal.map_or(0, |p| p.reverts));
-        t.receiver_returns.push(pal.map_or(0, |p| p.returns));
+        t.receiver_reverts.push(self.rcv.window.reverts());
+        t.receiver_returns.push(self.rcv.window.returns());
     }
 }

@@ -9,17 +9,19 @@
 pub mod cc;
 pub mod minmax;
 pub mod pacing;
-pub mod palermo;
 pub mod rate;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
+pub mod window;
+
+pub use window::palermo;
 
 use aqm::{Bytes, Duration};
 use serde::{Deserialize, Serialize};
 
 pub use cc::{CcSpec, CubicParams};
-pub use palermo::PalermoParams;
+pub use window::{PalermoParams, ReceiveWindow, ReceiverSpec};
 pub use receiver::TcpReceiver;
 pub use rtt::RtoStyle;
 pub use sender::TcpSender;
@@ -117,26 +119,6 @@ impl Default for TcpConfig {
             pacing: false,
             pacing_ss_ratio: 200,
             pacing_ca_ratio: 120,
-        }
-    }
-}
-
-/// The receiver's window policy.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum ReceiverSpec {
-    /// Dynamic Right-Sizing (Fisk & Feng 2001): the window never limits the sender.
-    #[default]
-    Drs,
-    /// A Palermo-like receiver (Popovsky §2): a window just above the estimated BDP.
-    Palermo(PalermoParams),
-}
-
-impl ReceiverSpec {
-    pub fn name(&self) -> &'static str {
-        match self {
-            ReceiverSpec::Drs => "drs",
-            ReceiverSpec::Palermo(_) => "palermo",
         }
     }
 }
