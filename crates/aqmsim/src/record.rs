@@ -1,11 +1,17 @@
 //! Columnar records of a run: packet events at the recorded links, per-interval link
 //! and flow samples, and one row per flow at the end. Plain `Vec` columns, appended
 //! to on the hot path and handed to Python (or any Arrow writer) as they are.
+//! Beside them, pluggable [`sink`]s get the packets that leave chosen links (the
+//! libpcap writer, [`pcap`], is one).
+
+pub mod pcap;
+pub mod sink;
 
 use aqm::{Duration, Time};
 use serde::Serialize;
 
 use crate::hist::LogHist;
+pub use sink::{OutputFile, PacketSink};
 
 /// Event codes in [`PacketLog::event`].
 pub const EV_ENQUEUE: u8 = 0;
@@ -410,6 +416,22 @@ pub struct Recorder {
     /// Departures from this time on go into the sojourn histograms (`metrics.warmup`).
     hist_from: Time,
     end: Time,
+    /// Plugged-in consumers of the packets leaving chosen links.
+    sinks: Sinks,
+}
+
+/// The recorder's sinks, and per link whether one of them wants its departures
+/// (empty without sinks: a run without them tests one empty list per departure).
+#[derive(Default)]
+struct Sinks {
+    all: Vec<Box<dyn PacketSink>>,
+    wanted: Vec<bool>,
+}
+
+impl std::fmt::Debug for Sinks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} sink(s)", self.all.len())
+    }
 }
 
 /// What the recorder reads of a packet at a link: the simulator's
@@ -483,6 +505,42 @@ impl Recorder {
     /// Is link `l`'s packet log on?
     pub fn logs(&self, l: u16) -> bool {
         self.log[l as usize].is_some()
+    }
+
+    /// Plug in a sink: it gets the departures of its links ([`PacketSink::links`])
+    /// from now on. Those links must not be eager (their packets must pass through
+    /// the queue one by one), as logged links are not.
+    pub fn add_sink(&mut self, s: Box<dyn PacketSink>) {
+        for &l in s.links() {
+            if self.sinks.wanted.len() <= l as usize {
+                self.sinks.wanted.resize(l as usize + 1, false);
+            }
+            self.sinks.wanted[l as usize] = true;
+        }
+        self.sinks.all.push(s);
+    }
+
+    /// A packet leaves link `l`'s queue for its transmitter at `t`: to the sinks that
+    /// want that link's departures.
+    #[inline]
+    pub fn sink_departure(&mut self, l: u16, t: Time, p: &crate::packet::Packet) {
+        if self.sinks.wanted.get(l as usize).copied().unwrap_or(false) {
+            self.sink_departure_slow(l, t, p);
+        }
+    }
+
+    #[inline(never)]
+    fn sink_departure_slow(&mut self, l: u16, t: Time, p: &crate::packet::Packet) {
+        for s in &mut self.sinks.all {
+            if s.links().contains(&l) {
+                s.departure(l, t, p);
+            }
+        }
+    }
+
+    /// The run is over: each sink's files, given the rest of the run's output.
+    pub fn finish_sinks(&mut self, run: &RunOutput) -> Vec<OutputFile> {
+        std::mem::take(&mut self.sinks.all).into_iter().flat_map(|s| s.finish(run)).collect()
     }
 
     /// A departure's time in a monitored queue, into its sojourn histograms. With
@@ -638,7 +696,6 @@ impl Conservation {
 }
 
 /// Everything a run produces.
-#[derive(Debug)]
 pub struct RunOutput {
     /// The scenario with all defaults, as JSON.
     pub scenario_json: String,
@@ -661,4 +718,59 @@ pub struct RunOutput {
     /// The streaming histograms' names and moments, and their buckets.
     pub histograms: Vec<HistInfo>,
     pub histogram_buckets: HistTable,
+    /// Files the run's sinks wrote (`record.pcap`'s captures), for the run folder.
+    pub files: Vec<OutputFile>,
+}
+
+impl std::fmt::Debug for RunOutput {
+    /// As `#[derive(Debug)]` would print it, except that `files` shows only when a
+    /// sink wrote some: the whole-run digests (`tests/digests.rs`) hash this text, and
+    /// a run without sinks keeps the digest it had before sinks existed. The
+    /// destructuring lists every field, so a new one cannot be left out unnoticed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let RunOutput {
+            scenario_json,
+            seed,
+            sim_ns,
+            wall_seconds,
+            events,
+            links,
+            logged_links,
+            groups,
+            conservation,
+            packets,
+            link_series,
+            flow_series,
+            flows,
+            flow_trace,
+            transfers,
+            datagrams,
+            histograms,
+            histogram_buckets,
+            files,
+        } = self;
+        let mut d = f.debug_struct("RunOutput");
+        d.field("scenario_json", scenario_json)
+            .field("seed", seed)
+            .field("sim_ns", sim_ns)
+            .field("wall_seconds", wall_seconds)
+            .field("events", events)
+            .field("links", links)
+            .field("logged_links", logged_links)
+            .field("groups", groups)
+            .field("conservation", conservation)
+            .field("packets", packets)
+            .field("link_series", link_series)
+            .field("flow_series", flow_series)
+            .field("flows", flows)
+            .field("flow_trace", flow_trace)
+            .field("transfers", transfers)
+            .field("datagrams", datagrams)
+            .field("histograms", histograms)
+            .field("histogram_buckets", histogram_buckets);
+        if !files.is_empty() {
+            d.field("files", files);
+        }
+        d.finish()
+    }
 }
