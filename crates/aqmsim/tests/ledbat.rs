@@ -36,6 +36,10 @@ kind = "bulk"
 count = 1
 start = {{ uniform = ["0s", "0.5s"] }}
 tcp = {{ cc = "ledbat", sack = true, initial_window = 2 }}
+"#
+    ) + &if cubic > 0 {
+        format!(
+            r#"
 [[flows]]
 name = "cubic"
 kind = "bulk"
@@ -43,7 +47,10 @@ count = {cubic}
 start = {{ uniform = ["0s", "0.5s"] }}
 tcp = {{ cc = "cubic", sack = true, initial_window = 10 }}
 "#
-    )
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// Bytes delivered by group `g`.

@@ -22,7 +22,7 @@ L4S_KINDS = ("dualpi2",)
 # Scalable congestion controls that send ECT(1), by preference, when the build has them.
 L4S_CCS = ("prague", "dctcp")
 # The parameter operators turn first (RFC 7928 §8.3 and §12): the first one an AQM has.
-MAIN_PARAMS = ("target", "target_delay", "max_p")
+MAIN_PARAMS = ("target", "target_delay", "tau_dd", "max_p")
 
 
 class VariantError(ValueError):
