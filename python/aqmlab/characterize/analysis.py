@@ -68,21 +68,22 @@ def loss_sync(run: Any, classes: Optional[Sequence[str]] = None) -> Optional[flo
     it. Bulk TCP flows of `classes` (all bulk classes by default); None with fewer than
     two flows or no reduction."""
     fl = run.table("flows", ["flow", "kind", "class", "base_rtt_ms"])
-    fs = run.table("flow_series", ["time_ns", "flow", "ssthresh"])
+    fs = run.table("timeseries", ["time_s", "flow", "ssthresh_segments"], [("scope", "=", "flow")])
     if fl is None or fs is None or fs.empty:
         return None
-    keep = fl["kind"] == "bulk"
+    keep = fl["kind"].astype(str) == "bulk"
     if classes is not None:
         keep &= fl["class"].astype(str).isin(list(classes))
     ids = fl.loc[keep, "flow"].to_numpy()
     if len(ids) < 2:
         return None
-    rtt_ns = float(fl.loc[keep, "base_rtt_ms"].max()) * 1e6
-    w0 = measures.warmup_s(run) * 1e9
+    rtt_s = float(fl.loc[keep, "base_rtt_ms"].max()) / 1e3
+    w0 = measures.warmup_s(run)
     events: list[tuple[float, int]] = []
     for f, sub in fs[fs["flow"].isin(ids)].groupby("flow"):
-        ss = sub["ssthresh"].to_numpy(float)
-        t = sub["time_ns"].to_numpy(float)
+        sub = sub.sort_values("time_s")
+        ss = sub["ssthresh_segments"].to_numpy(float)
+        t = sub["time_s"].to_numpy(float)
         prev = np.concatenate([[np.nan], ss[:-1]])
         new = ~np.isnan(ss) & ((np.isnan(prev)) | (ss != prev)) & (t >= w0)
         events += [(x, int(f)) for x in t[new]]
@@ -91,7 +92,7 @@ def loss_sync(run: Any, classes: Optional[Sequence[str]] = None) -> Optional[flo
     events.sort()
     fractions, start, members = [], None, set()
     for t, f in events:
-        if start is None or t - start > rtt_ns:
+        if start is None or t - start > rtt_s:
             if members:
                 fractions.append(len(members) / len(ids))
             start, members = t, set()
@@ -104,15 +105,13 @@ def ipdv_ms(run: Any, classes: Sequence[str]) -> Optional[float]:
     """RFC 7928 §2.6 jitter: the mean absolute difference of the one-way delays of
     consecutive datagrams of each CBR flow of `classes` (IP packet delay variation,
     RFC 3393 / RFC 5481), after the warm-up."""
-    dg = run.table("datagrams", ["time_ns", "flow", "delay_ns"])
-    fl = run.table("flows", ["flow", "class"])
-    if dg is None or fl is None or dg.empty:
+    dg = run.table("datagrams", ["time_s", "flow", "class", "one_way_delay_ms"])
+    if dg is None or dg.empty:
         return None
-    ids = set(fl.loc[fl["class"].astype(str).isin(list(classes)), "flow"].tolist())
-    dg = dg[dg["flow"].isin(ids) & (dg["time_ns"] >= measures.warmup_s(run) * 1e9)]
-    diffs = [np.abs(np.diff(sub.sort_values("time_ns")["delay_ns"].to_numpy(float))) for _, sub in dg.groupby("flow")]
+    dg = dg[dg["class"].astype(str).isin(list(classes)) & (dg["time_s"] >= measures.warmup_s(run))]
+    diffs = [np.abs(np.diff(sub.sort_values("time_s")["one_way_delay_ms"].to_numpy(float))) for _, sub in dg.groupby("flow")]
     diffs = [d for d in diffs if len(d)]
-    return float(np.concatenate(diffs).mean() / 1e6) if diffs else None
+    return float(np.concatenate(diffs).mean()) if diffs else None
 
 
 def delay_cv(run: Any, link: Optional[str] = None) -> Optional[float]:

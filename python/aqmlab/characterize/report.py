@@ -55,7 +55,7 @@ def headline_rows(summ: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     for a in summ["aqms"]:
         row: list[Any] = [a["label"]]
         for k, f, _, d in cols:
-            m = _first_level((S[k].get("aqms") or {}).get(a["label"]) or {}, ("FQ", "single queue"))
+            m = _first_level((S[k].get("aqms") or {}).get(a["label"]) or {}, ("single queue", "FQ"))
             v = _mean(m.get(f))
             row.append("–" if v is None else f"{v:.{d}f}")
         rows.append(row)
