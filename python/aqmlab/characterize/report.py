@@ -63,14 +63,16 @@ def headline_rows(summ: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
 
 
 def console_table(console: Any, summ: dict[str, Any]) -> None:
+    """The comparison table, one row per figure and a column per AQM (narrow terminals)."""
     from rich.table import Table
 
     head, rows = headline_rows(summ)
-    t = Table(title="RFC 7928 characterization: each section's main figure (means over seeds)", title_justify="left")
-    for h in head:
-        t.add_column(h)
+    t = Table(title="RFC 7928: each section's main figure (means over seeds)", title_justify="left")
+    t.add_column("figure")
     for r in rows:
-        t.add_row(*[str(x) for x in r])
+        t.add_column(str(r[0]), justify="right")
+    for j, h in enumerate(head[1:], start=1):
+        t.add_row(h, *[str(r[j]) for r in rows])
     console.print(t)
 
 
@@ -178,9 +180,8 @@ def write(out: Path, summ: dict[str, Any], sections: Sequence[Section], variants
     # one set of series over all sections: every run gets every dimension ("–" where
     # its section has none) so that runs group by (section, AQM, case)
     dims = list(dict.fromkeys(k for r in runs for k in r.params))
-    for r in runs:
-        for d in dims:
-            r.params.setdefault(d, "–")
+    for r in runs:  # one key order for all (group() compares the keys as tuples)
+        r.params = {d: r.params.get(d, "–") for d in dims}
     label = lambda vals: ", ".join(str(v) for k, v in vals.items() if k != "section" and str(v) not in ("–", "None"))  # noqa: E731
     series = comparison.group(list(runs), label) if runs else []
     by_sec: dict[str, list[Any]] = {}
