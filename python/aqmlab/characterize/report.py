@@ -146,15 +146,19 @@ def _custom_figures(summ: dict[str, Any]) -> list[tuple[str, str, bytes]]:
         axes = fig.subplots(1, len(figs), squeeze=False)[0]
         colors = plots.palette(len(aqms))
         for ax, (f, ylabel) in zip(axes, figs):
+            seen: set[float] = set()
             for (lab, m), c in zip(aqms.items(), colors):
                 pts = sorted((parse(lv), (mm.get(f) or {}).get("mean"), (mm.get(f) or {}).get("sd")) for lv, mm in m.items() if isinstance(mm, dict) and isinstance(mm.get(f), dict))
                 pts = [p for p in pts if p[1] is not None]
                 if not pts:
                     continue
                 xs, ys, sds = zip(*pts)
+                seen.update(xs)
                 ax.errorbar(xs, ys, yerr=[s or 0 for s in sds], marker="o", color=c, label=lab, capsize=3)
             if logx:
                 ax.set_xscale("log")
+                ax.minorticks_off()
+                ax.set_xticks(sorted(seen), [f"{x:g}" for x in sorted(seen)])
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
             ax.grid(alpha=0.3)
