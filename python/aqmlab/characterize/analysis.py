@@ -314,8 +314,8 @@ SECTION_DOC: dict[str, dict[str, str]] = {
             "backward_delay_p95_ms": "the same R->L", "ack_drops": "ACKs dropped"},
     "10": {"goodput_a_mbps": "goodput of the 5 flows crossing both AQMs", "goodput_b_mbps": "of those crossing only the second", "goodput_c_mbps": "of those crossing only the first",
            "jain": "Jain's index over all 15 flows", "delay_p95_first_ms": "95th percentile queueing delay at the first AQM", "delay_p95_second_ms": "at the second"},
-    "11": {"ns_per_packet": "wall time of the fixed run / packets through the bottleneck, ns", "ns_per_packet_over_droptail": "the same minus DropTail's (the AQM's own cost)",
-           "wall_s": "best wall time of the run, s", "packets": "packets through the bottleneck"},
+    "11": {"ns_per_packet": "CPU time of the fixed run / packets through the bottleneck, ns", "ns_per_packet_over_droptail": "the same minus DropTail's (the AQM's own cost)",
+           "cpu_s": "least CPU time of the run, s", "packets": "packets through the bottleneck", "events": "simulator events"},
     "12": {"parameters": "every parameter: name, default, value in this variant, meaning",
            "elasticity": "d log(figure) / d log(parameter) over §8.3's runs (least squares), for delay_p95_ms, goodput_mbps, loss_rate"},
 }

@@ -338,7 +338,7 @@ SECTIONS: list[Section] = [
             "scenarios/aqm-series.toml with the AQM on both 10 Mb/s links: 5 flows cross both, 5 share only the first, 5 only the second.",
             s10, figures=[("s10-goodput", "goodput", {})]),
     Section("11", "Implementation cost", "The AQM's cost: operations per packet and per update, memory, or measured time.",
-            "Measured, not simulated: the wall time of one fixed run (16 CUBIC flows, 10 Mb/s, 30 s, summaries only; best of 3) per bottleneck packet, and its difference to DropTail's, on this machine (as `aqmlab bench`). Not part of the sweep; machine-dependent."),
+            "Measured, not simulated: the CPU time of one fixed run (16 CUBIC flows, 10 Mb/s, 60 s, summaries only; the least of 5 rounds over the AQMs in turn) per bottleneck packet, and its difference to DropTail's, on this machine. Not part of the sweep; machine-dependent."),
     Section("12", "Operator control and auto-tuning", "Which parameters an operator sets, their defaults, and how the results move when the main ones change.",
             "The AQM's parameters and defaults from the catalogue (`aqmlab list aqms KIND`), and the slope of §8.3's figures against its main parameter.", uses="8.3"),
 ]

@@ -139,31 +139,46 @@ def _derived(S: dict[str, Any], variants: Sequence[Variant], by_section: dict[st
 
 
 def cost(variants: Sequence[Variant], quick: bool, progress: Optional[Callable[[int, int, str], None]] = None) -> dict[str, Any]:
-    """§11: the wall time of one fixed run per bottleneck packet, per AQM and DropTail
-    (`aqmlab.bench`'s timing), best of 3 (quick: of 1)."""
-    from .. import bench
+    """§11: the CPU time of one fixed run per bottleneck packet, per AQM and DropTail:
+    the least over 5 rounds (quick: 3), each round running every AQM once in turn, so
+    that a change of the machine's speed touches them all alike. The CPU time of the
+    thread that runs the simulation (`time.thread_time`), not the wall time `aqmlab
+    bench` reports, which moves with the other processes' load."""
+    import time
 
-    repeat = 1 if quick else 3
+    rounds = 3 if quick else 5
     kinds = [("droptail", {"kind": "droptail"})] + [(v.label, v.spec) for v in variants if v.label != "droptail"]
     base = {
-        "name": "rfc7928-§11", "duration": "20s" if quick else "30s",
+        "name": "rfc7928-§11", "duration": "30s" if quick else "60s",
         "bottleneck": {"rate": "10Mbps", "delay": "48ms", "buffer": "1bdp"},
         "access": {"rate": "100Mbps", "delay": "1ms"},
         "flows": [{"name": "tcp", "kind": "bulk", "count": 16, "start": {"uniform": ["0s", "1s"]}}],
-        "record": {"packets": False, "datagrams": False},
+        "record": {"packets": False, "datagrams": False, "flow_series": False},
     }
-    rows: dict[str, Any] = {}
-    for i, (label, spec) in enumerate(kinds):
-        if progress:
-            progress(i, len(kinds), label)
+    texts = {}
+    for label, spec in kinds:
         sc = json.loads(json.dumps(base))
         sc["bottleneck"]["aqm"] = spec
-        got = bench._time_aqmlab(json.dumps(sc), "json", [], 1, None, repeat)
-        best = min(got, key=lambda x: x[0])
-        rows[label] = {"wall_s": best[0], "packets": int(best[3]), "events": int(best[2]), "ns_per_packet": best[0] / best[3] * 1e9 if best[3] else None}
+        texts[label] = json.dumps(sc)
+    best: dict[str, float] = {label: float("inf") for label, _ in kinds}
+    meta: dict[str, Any] = {}
+    for i in range(rounds):
+        for label, _ in kinds:
+            if progress:
+                progress(i, rounds, label)
+            t0 = time.thread_time()
+            raw = _core.run(texts[label], "json", [], 1, None)
+            cpu = time.thread_time() - t0
+            best[label] = min(best[label], cpu)
+            meta.setdefault(label, json.loads(raw["meta"]))
+            del raw
+    rows: dict[str, Any] = {}
+    for label, _ in kinds:
+        pk = meta[label]["links"][0]["stats"]["dequeued"]
+        rows[label] = {"cpu_s": best[label], "packets": int(pk), "events": int(meta[label]["events"]), "ns_per_packet": best[label] / pk * 1e9 if pk else None}
     ref = rows["droptail"]["ns_per_packet"]
     for label, r in rows.items():
         r["ns_per_packet_over_droptail"] = r["ns_per_packet"] - ref if r["ns_per_packet"] is not None and ref is not None else None
     if progress:
-        progress(len(kinds), len(kinds), "")
+        progress(rounds, rounds, "")
     return {v.label: rows[v.label] for v in variants}
