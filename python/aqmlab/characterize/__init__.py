@@ -91,14 +91,20 @@ def characterize(
         out: the folder (a sweep folder; a run that is stopped resumes when started again).
         quick: shorter runs (30 s), one seed, fewer levels: a first look.
         seeds: a count (1..N) or a list; default 5 (quick: 1).
-        jobs / cluster: local worker processes, or a Dask scheduler address.
+        jobs: local worker processes (default: all cores).
+        cluster: a Dask scheduler address or a `distributed.Client` (the folder must be
+            shared with the workers).
         sections: only these sections (with the ones whose runs they read).
         progress: progress bars (default: when stderr is a terminal).
         report: write report.html.
+        command: the command line, for manifest.json.
+
+    Returns:
+        A `Result`: the summary (as summary.json), the report's path, run counts, seconds.
 
     Raises:
-        VariantError: a bad AQM argument; ScenarioError: a parameter value the AQM
-        refuses (nothing is run).
+        VariantError: a bad AQM argument (nothing is run).
+        ScenarioError: a parameter value the AQM refuses (nothing is run).
     """
     from .. import sweeps
     from ..folders import Run

@@ -135,8 +135,8 @@ impl Ledbat {
         Ledbat { base_delays: VecDeque::new(), current_delays: VecDeque::new(), last_rollover_minute: None, p }
     }
 
-    /// `update_base_delay`: a new minute starts a new bucket (the oldest leaves past
-    /// BASE_HISTORY); within a minute the newest bucket keeps the minimum.
+    /// `update_base_delay` (RFC 6817 §2.4.2): a new minute starts a new bucket (the
+    /// oldest leaves past BASE_HISTORY); within a minute the newest bucket keeps the minimum.
     fn update_base_delay(&mut self, delay: Duration, now: Time) {
         let minute = now.as_nanos() / MINUTE_NS;
         if self.last_rollover_minute != Some(minute) {
@@ -150,7 +150,7 @@ impl Ledbat {
         }
     }
 
-    /// `update_current_delay`: keep the last CURRENT_FILTER samples.
+    /// `update_current_delay` (RFC 6817 §2.4.2): keep the last CURRENT_FILTER samples.
     fn update_current_delay(&mut self, delay: Duration) {
         if self.current_delays.len() == self.p.current_filter as usize {
             self.current_delays.pop_front();
@@ -190,15 +190,22 @@ impl CongestionControl for Ledbat {
         }
         // No delay sample yet (no timestamps echoed): the window stays.
         let Some(q) = self.queuing_delay() else { return };
+        // RFC 6817 §2.4.2 "on acknowledgment", in segments (MSS = 1):
+        // off_target = (TARGET - queuing_delay) / TARGET
         let target = self.p.target.as_secs_f64();
         let off_target = (target - q.as_secs_f64()) / target;
+        // cwnd += GAIN * off_target * bytes_newly_acked * MSS / cwnd
         let mut cwnd = w.cwnd + self.p.gain * off_target * acked / w.cwnd;
-        // flightsize: the data outstanding before this ACK.
+        // max_allowed_cwnd = flightsize + ALLOWED_INCREASE * MSS, flightsize being the
+        // data outstanding before this ACK
         let flightsize = (s.snd_nxt - s.snd_una) as f64 + acked;
         cwnd = cwnd.min(flightsize + self.p.allowed_increase);
+        // cwnd = max(cwnd, MIN_CWND * MSS)
         w.cwnd = cwnd.max(self.p.min_cwnd);
     }
 
+    /// RFC 6817 §2.4.2 "on data loss" (at most once per RTT: the sender's recovery
+    /// episode): cwnd = min(cwnd, max(cwnd / 2, MIN_CWND * MSS)).
     fn on_congestion(&mut self, w: &Window, _now: Time) -> f64 {
         w.cwnd.min((w.cwnd / 2.0).max(self.p.min_cwnd))
     }
@@ -321,6 +328,43 @@ mod tests {
         l.on_delay(ms(25), at_s(0));
         l.on_ack(&mut w, &ack(2, 2));
         assert_eq!(w.cwnd, 3.0);
+    }
+
+    proptest::proptest! {
+        /// Any sequence of delay samples and ACKs: the window stays within
+        /// [MIN_CWND, max(MIN_CWND, flight before the ACK + ALLOWED_INCREASE)] after
+        /// every ACK, the base delay
+        /// is the least sample of the buckets kept, at most BASE_HISTORY of them, and
+        /// the current delay the least of the last CURRENT_FILTER samples.
+        #[test]
+        fn window_and_filters_keep_their_bounds(
+            ops in proptest::collection::vec((0u64..300_000, 0u64..2_000, 1u32..8, 0u64..60), 1..200),
+        ) {
+            let p = LedbatParams::default();
+            let mut l = Ledbat::new(p.clone());
+            let mut w = Window { cwnd: 2.0, ssthresh: INF };
+            let mut now_ms = 0u64;
+            let mut samples: Vec<(u64, u64)> = vec![];
+            for (gap_ms, delay_ms, acked, in_flight) in ops {
+                now_ms += gap_ms;
+                l.on_delay(ms(delay_ms), Time::from_millis(now_ms));
+                samples.push((now_ms / 60_000, delay_ms));
+                l.on_ack(&mut w, &ack(acked, in_flight));
+                let cap = (in_flight + acked as u64) as f64 + p.allowed_increase;
+                proptest::prop_assert!(w.cwnd >= p.min_cwnd - 1e-9);
+                proptest::prop_assert!(w.cwnd <= cap.max(p.min_cwnd) + 1e-9, "cwnd {} cap {cap}", w.cwnd);
+                let minutes: Vec<u64> = {
+                    let mut m: Vec<u64> = samples.iter().map(|s| s.0).collect();
+                    m.dedup();
+                    m
+                };
+                let kept = &minutes[minutes.len().saturating_sub(p.base_history as usize)..];
+                let base = samples.iter().filter(|s| kept.contains(&s.0)).map(|s| s.1).min().unwrap();
+                proptest::prop_assert_eq!(l.base_delay(), Some(ms(base)));
+                let cur = samples.iter().rev().take(p.current_filter as usize).map(|s| s.1).min().unwrap();
+                proptest::prop_assert_eq!(l.current_delay(), Some(ms(cur)));
+            }
+        }
     }
 
     #[test]
