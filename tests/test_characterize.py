@@ -8,7 +8,8 @@ import json
 import pytest
 
 from aqmlab.characterize import characterize, plan_size
-from aqmlab.characterize.analysis import elasticity, ellipse, stat
+from aqmlab.characterize.analysis import elasticity, stat
+from aqmlab.measures import ellipse
 from aqmlab.characterize.variants import VariantError, parse
 
 

@@ -302,12 +302,9 @@ def goodput_delay(series, opt):
         ax.scatter(p[:, 0], p[:, 1], s=6, color=s.color, alpha=0.35, linewidths=0, rasterized=len(p) > 2000)
         mu = p.mean(axis=0)
         ax.plot([mu[0]], [mu[1]], marker="X", ms=9, color=s.color, mec="black", mew=0.6, ls="")
-        if len(p) >= 3:
-            cov = np.cov(p.T)
-            vals, vecs = np.linalg.eigh(cov)
-            vals = np.clip(vals, 0, None)
-            angle = math.degrees(math.atan2(vecs[1, 1], vecs[0, 1]))
-            ax.add_patch(Ellipse(tuple(mu), 2 * math.sqrt(vals[1]), 2 * math.sqrt(vals[0]), angle=angle, fill=False, color=s.color, lw=1.8))
+        e = m.ellipse(p)
+        if e is not None:
+            ax.add_patch(Ellipse(tuple(e["center"]), 2 * e["semi_axes"][0], 2 * e["semi_axes"][1], angle=e["angle_deg"], fill=False, color=s.color, lw=1.8))
     ax.set_xlabel("queueing delay, mean per interval (ms)")
     ax.set_ylabel("goodput per interval (Mbps)")
     ax.set_xlim(left=0)

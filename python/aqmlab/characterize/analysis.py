@@ -1,7 +1,8 @@
-"""Each section's figures from its runs: summary.json's figures where they exist
-(`aqmlab.measures` computed them), a few RFC 7928 measures that aqmlab had not
-(loss synchronization, jitter as IPDV, the §2.7 ellipse, `lbe_share`), then the mean,
-standard deviation and count over the seeds of every (AQM, case)."""
+"""Each section's figures from its runs: summary.json's figures where they exist, the
+measures layer's (`aqmlab.measures`: among them RFC 7928's loss synchronization, IPDV
+jitter, the stability of the delay, the TCP goodput and the §2.7 ellipse) for the
+rest, shares such as `lbe_share` here; then the mean, standard deviation and count
+over the seeds of every (AQM, case)."""
 
 from __future__ import annotations
 
@@ -59,78 +60,6 @@ def tcp_classes(run: Any) -> dict[str, dict[str, Any]]:
     return {n: c for n, c in run.summary["classes"].items() if c.get("kind") != "cbr"}
 
 
-def loss_sync(run: Any, classes: Optional[Sequence[str]] = None) -> Optional[float]:
-    """RFC 7928 §2.4: the global synchronization rate of Hassayoun & Ros ("Loss
-    synchronization, router buffer sizing and high-speed TCP versions", 2009): the mean,
-    over congestion events, of the fraction of the flows that reduced their window in
-    the event. A reduction is a new ssthresh in the flow's time series (every window
-    reduction sets one); reductions within one base RTT of an event's first belong to
-    it. Bulk TCP flows of `classes` (all bulk classes by default); None with fewer than
-    two flows or no reduction."""
-    fl = run.table("flows", ["flow", "kind", "class", "base_rtt_ms"])
-    fs = run.table("timeseries", ["time_s", "flow", "ssthresh_segments"], [("scope", "=", "flow")])
-    if fl is None or fs is None or fs.empty:
-        return None
-    keep = fl["kind"].astype(str) == "bulk"
-    if classes is not None:
-        keep &= fl["class"].astype(str).isin(list(classes))
-    ids = fl.loc[keep, "flow"].to_numpy()
-    if len(ids) < 2:
-        return None
-    rtt_s = float(fl.loc[keep, "base_rtt_ms"].max()) / 1e3
-    w0 = measures.warmup_s(run)
-    events: list[tuple[float, int]] = []
-    for f, sub in fs[fs["flow"].isin(ids)].groupby("flow"):
-        sub = sub.sort_values("time_s")
-        ss = sub["ssthresh_segments"].to_numpy(float)
-        t = sub["time_s"].to_numpy(float)
-        prev = np.concatenate([[np.nan], ss[:-1]])
-        new = ~np.isnan(ss) & ((np.isnan(prev)) | (ss != prev)) & (t >= w0)
-        events += [(x, int(f)) for x in t[new]]
-    if not events:
-        return None
-    events.sort()
-    fractions, start, members = [], None, set()
-    for t, f in events:
-        if start is None or t - start > rtt_s:
-            if members:
-                fractions.append(len(members) / len(ids))
-            start, members = t, set()
-        members.add(f)
-    fractions.append(len(members) / len(ids))
-    return float(np.mean(fractions))
-
-
-def ipdv_ms(run: Any, classes: Sequence[str]) -> Optional[float]:
-    """RFC 7928 §2.6 jitter: the mean absolute difference of the one-way delays of
-    consecutive datagrams of each CBR flow of `classes` (IP packet delay variation,
-    RFC 3393 / RFC 5481), after the warm-up."""
-    dg = run.table("datagrams", ["time_s", "flow", "class", "one_way_delay_ms"])
-    if dg is None or dg.empty:
-        return None
-    dg = dg[dg["class"].astype(str).isin(list(classes)) & (dg["time_s"] >= measures.warmup_s(run))]
-    diffs = [np.abs(np.diff(sub.sort_values("time_s")["one_way_delay_ms"].to_numpy(float))) for _, sub in dg.groupby("flow")]
-    diffs = [d for d in diffs if len(d)]
-    return float(np.concatenate(diffs).mean()) if diffs else None
-
-
-def delay_cv(run: Any, link: Optional[str] = None) -> Optional[float]:
-    """§8 stability: the coefficient of variation (sd / mean) of the mean queueing delay
-    per second after the warm-up."""
-    got = measures.delay_over_time(run, link or primary_link(run))
-    if got is None:
-        return None
-    t, d = (np.asarray(x, float) for x in got)
-    keep = t >= measures.warmup_s(run)
-    if not keep.any():
-        return None
-    b = np.floor(t[keep]).astype(int)
-    cnt = np.bincount(b)
-    means = np.bincount(b, weights=d[keep])[cnt > 0] / cnt[cnt > 0]
-    m = means.mean()
-    return float(means.std() / m) if m > 0 and len(means) > 1 else None
-
-
 def downloads(run: Any, cls: str, q: str = "p50", smallest: bool = False) -> Optional[float]:
     c = run.summary["classes"].get(cls) or {}
     dt = c.get("download_time_s") or {}
@@ -143,22 +72,6 @@ def downloads(run: Any, cls: str, q: str = "p50", smallest: bool = False) -> Opt
     return _f(_get(dt, f"all.{q}"))
 
 
-def tcp_goodput(run: Any) -> Optional[float]:
-    """Goodput of all TCP flows together after the warm-up, Mb/s: their delivered bytes
-    per record interval (timeseries.parquet) over the time from the warm-up to the end.
-    Unlike the sum of the classes' goodputs, each over its own active time, it cannot
-    exceed the capacity when some groups run for part of the time (§8's varying load)."""
-    fl = run.table("flows", ["flow", "kind"])
-    ts = run.table("timeseries", ["time_s", "flow", "goodput_mbps"], [("scope", "=", "flow")])
-    if fl is None or ts is None or ts.empty:
-        return None
-    ids = set(fl.loc[fl["kind"].astype(str) != "cbr", "flow"].tolist())
-    w0, end = measures.warmup_s(run), float(run.summary["sim_seconds"])
-    interval = (measures.setting_ns(run, "record.interval", 10**8) or 10**8) / 1e9
-    sel = ts["flow"].isin(ids) & (ts["time_s"] > w0 + 1e-9)
-    return float(ts.loc[sel, "goodput_mbps"].sum() * interval / (end - w0)) if end > w0 else None
-
-
 def common(run: Any) -> dict[str, Optional[float]]:
     """RFC 7928 §2's figures of any run: goodput of the TCP classes, queueing delay at
     the bottleneck (or a topology's first AQM link), loss and marks there, utilization,
@@ -168,12 +81,12 @@ def common(run: Any) -> dict[str, Optional[float]]:
     pk = b.get("packets") or {}
     arrived = _f(pk.get("arrived")) or 0.0
     cbrs = [n for n, c in run.summary["classes"].items() if c.get("kind") == "cbr"]
-    jitter = ipdv_ms(run, cbrs) if cbrs else None
+    jitter = measures.ipdv_ms(run, cbrs) if cbrs else None
     if jitter is None:
         x = measures.queue_delays(run, primary_link(run))
         jitter = float(np.std(x)) if x is not None and len(x) > 1 else None
     return {
-        "goodput_mbps": tcp_goodput(run),
+        "goodput_mbps": measures.tcp_goodput(run),
         "delay_p50_ms": _f(qd.get("p50")),
         "delay_p95_ms": _f(qd.get("p95")),
         "delay_p99_ms": _f(qd.get("p99")),
@@ -204,7 +117,7 @@ def class_goodputs_jain(run: Any) -> Optional[float]:
 # section key -> per-run measures beyond `common`
 def _s2(r):
     return {"fct_p50_s": downloads(r, "files"), "fct_p95_s": downloads(r, "files", "p95"), "startup_p50_s": downloads(r, "files", smallest=True),
-            "loss_sync": loss_sync(r), "voip_owd_p99_ms": cg(r, "voip", "one_way_delay_ms.p99")}
+            "loss_sync": measures.loss_sync(r), "voip_owd_p99_ms": cg(r, "voip", "one_way_delay_ms.p99")}
 
 
 def _s44(r):
@@ -226,7 +139,7 @@ def _s46(r):
 
 
 def _s51(r):
-    return {"jain": cg(r, "tcp", "jain_index"), "loss_sync": loss_sync(r)}
+    return {"jain": cg(r, "tcp", "jain_index"), "loss_sync": measures.loss_sync(r)}
 
 
 def _s52(r):
@@ -252,7 +165,7 @@ def _s7(r):
 
 
 def _s8(r):
-    return {"delay_cv": delay_cv(r), "loss_sync": loss_sync(r)}
+    return {"delay_cv": measures.delay_cv(r, primary_link(r)), "loss_sync": measures.loss_sync(r)}
 
 
 def _s91(r):
@@ -330,18 +243,6 @@ def per_run(section: str, run: Any) -> dict[str, Optional[float]]:
 def aggregate(rows: Sequence[dict[str, Optional[float]]]) -> dict[str, Optional[Stat]]:
     keys = list(dict.fromkeys(k for r in rows for k in r))
     return {k: stat(r.get(k) for r in rows) for k in keys}
-
-
-def ellipse(points: np.ndarray) -> Optional[dict[str, Any]]:
-    """The 1-σ ellipse of a Gaussian fitted to (delay, goodput) points, as
-    `aqmlab.plots.goodput_delay` draws it."""
-    if points is None or len(points) < 3:
-        return None
-    mu = points.mean(axis=0)
-    vals, vecs = np.linalg.eigh(np.cov(points.T))
-    vals = np.clip(vals, 0, None)
-    angle = math.degrees(math.atan2(vecs[1, 1], vecs[0, 1]))
-    return {"center": [float(mu[0]), float(mu[1])], "semi_axes": [float(math.sqrt(vals[1])), float(math.sqrt(vals[0]))], "angle_deg": float(angle)}
 
 
 def elasticity(scales: Sequence[float], values: Sequence[Optional[float]]) -> Optional[float]:

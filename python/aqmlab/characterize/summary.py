@@ -91,7 +91,7 @@ def _derived(S: dict[str, Any], variants: Sequence[Variant], by_section: dict[st
         for v in variants:
             pts = [p for p in (measures.goodput_delay_points(r) for r in by_section.get("2", []) if str(r.params["aqm"]) == v.label) if p is not None and len(p)]
             p = np.concatenate(pts) if pts else None
-            aqms[v.label] = None if p is None else {"delay_ms": float(p[:, 0].mean()), "goodput_mbps": float(p[:, 1].mean()), "points": int(len(p)), "ellipse": A.ellipse(p)}
+            aqms[v.label] = None if p is None else {"delay_ms": float(p[:, 0].mean()), "goodput_mbps": float(p[:, 1].mean()), "points": int(len(p)), "ellipse": measures.ellipse(p)}
         S["2.7"]["aqms"] = aqms
     if "4.3" in S and "2" in S:
         keep = ("goodput_mbps", "delay_p50_ms", "delay_p95_ms", "delay_p99_ms", "jitter_ms", "loss_rate", "utilization", "fct_p50_s", "startup_p50_s", "loss_sync")
