@@ -122,6 +122,11 @@ def section_table(sec: Section, entry: dict[str, Any], variants: Sequence[Varian
                 continue
             rows.append([lab] + ([lv] if entry.get("levels") else []) + [_cell(mm.get(c)) for c in cols])
     head = ["AQM"] + (["case"] if entry.get("levels") else []) + cols
+    # leave out the figures no run has (e.g. §4.5's ECT(1) ones where no case ran)
+    fixed = len(head) - len(cols)
+    keep = [j for j in range(len(head)) if j < fixed or any(r[j] != "–" for r in rows)]
+    head = [head[j] for j in keep]
+    rows = [[r[j] for j in keep] for r in rows]
     extra = ""
     if sec.key == "4.5":
         extra = R._table(["AQM", "marks with ECN / drops without", "ECT(1)"], [[lab, _cell(m.get("mark_drop_ratio"), 2), m.get("ect1", "ran")] for lab, m in aqms.items()])
@@ -218,8 +223,8 @@ def write(out: Path, summ: dict[str, Any], sections: Sequence[Section], variants
             f"{len(summ['seeds'])} seed(s), runs of {summ['duration_s']:g} s; {runs_info.get('planned', len(runs))} runs, {runs_info.get('failed', 0)} failed; aqmlab {R.esc(summ['aqmlab_version'])}.</p>",
             "<p>" + " · ".join(f"<a href='#s{R.esc(k)}'>§{R.esc(k)}</a>" for k in S) + "</p>",
             "<h2>The AQMs side by side</h2>"]
-    head, rows = headline_rows(summ)
-    body.append(R._table(head, rows))
+    head, rows = headline_rows(summ)  # one row per figure, a column per AQM
+    body.append(R._table(["figure"] + [str(r[0]) for r in rows], [[h] + [r[j] for r in rows] for j, h in enumerate(head[1:], start=1)]))
     custom = {"6": ["s6-goodput-ratio"], "8.3": ["s8.3-sensitivity"]}
     for sec in sections:
         e = S[sec.key]
