@@ -14,7 +14,7 @@ def add_parser(sub: Any) -> None:
                        description="Characterize AQMs by RFC 7928 (Kuhn, Natarajan, Khademi & Ros, Characterization Guidelines for AQM). "
                                    "Each AQM is a kind (pie) or a variant (pie:target=20ms,tupdate=30ms).")
     p.add_argument("aqms", nargs="+", metavar="AQM", help="kinds or kind:param=value,... variants (aqmlab list aqms)")
-    p.add_argument("--out", required=True, help="output folder (a sweep folder: resumes when started again)")
+    p.add_argument("--out", default=None, help="output folder, required unless --plan (a sweep folder: resumes when started again)")
     p.add_argument("--quick", action="store_true", help="a first look: 30 s runs, one seed, fewer levels")
     p.add_argument("--seeds", type=int, default=None, help="seeds per case (default 5; quick: 1)")
     p.add_argument("--jobs", "-j", type=int, default=None, help="local worker processes (default: all cores)")
@@ -40,6 +40,8 @@ def run(a: argparse.Namespace) -> int:
                 con.print(f"§{k}: {n} runs")
             con.print(f"{d['runs']} runs in all")
             return 0
+        if not a.out:
+            return _err("characterize: --out: required (the folder for the runs, summary.json and report.html)")
         _install_sigterm()
         return main(a, con)
     except KeyboardInterrupt:
