@@ -201,14 +201,36 @@ def write(out: Path, summ: dict[str, Any], sections: Sequence[Section], variants
         ss.sort(key=lambda s: (order.get(str(s.runs[0].params["aqm"]), 99), s.label()))
         for s, c in zip(ss, plots.palette(len(ss))):
             s.color = c
-    requests = []
-    for sec in sections:
+    # a few sections at a time (6 figures or more: two processes draw them), each
+    # section's runs' tables dropped once no later section reads them, so that the
+    # full run's tables do not all sit in memory at once
+    last_use = {}
+    for i, sec in enumerate(sections):
+        last_use[sec.uses or sec.key] = i
+    total = sum(len(sec.figures) for sec in sections)
+    pngs: dict[str, tuple[str, bytes]] = {}
+    chunk: list[tuple[str, str, Options]] = []
+    sources: list[str] = []
+    for i, sec in enumerate(sections):
         src = sec.uses or sec.key
-        for name, kind, kw in sec.figures:
-            where = {"section": src, **kw.get("where", {})}
-            requests.append((name, kind, Options(facet=kw.get("facet"), where=where, title=f"§{sec.key}: {sec.title}")))
-    rendered = comparison.render(series, requests, progress=progress, parallel=parallel) if series else [None] * len(requests)
-    pngs = {name: (plots.KINDS[kind].caption, png) for (name, kind, _), png in zip(requests, rendered) if png is not None}
+        if by_sec.get(src):
+            chunk += [(name, kind, Options(facet=kw.get("facet"), where={"section": src, **kw.get("where", {})}, title=f"§{sec.key}: {sec.title}"))
+                      for name, kind, kw in sec.figures]
+            sources.append(src)
+        if chunk and (len(chunk) >= 6 or i == len(sections) - 1):
+            ss = [s for k in dict.fromkeys(sources) for s in by_sec.get(k, [])]
+            done = len(pngs)
+            step = (lambda d, n, what, done=done: progress(done + d, total, what)) if progress else None
+            for (name, kind, _), png in zip(chunk, comparison.render(ss, chunk, progress=step, parallel=parallel)):
+                if png is not None:
+                    pngs[name] = (plots.KINDS[kind].caption, png)
+            chunk, sources = [], []
+            for key, j in last_use.items():
+                if j <= i:
+                    for s in by_sec.get(key, []):
+                        s.__dict__.pop("_memo", None)
+                        for r in s.runs:
+                            r._frames.clear()
     for name, cap, png in _custom_figures(summ):
         pngs[name] = (cap, png)
     (out / "figures").mkdir(exist_ok=True)
