@@ -38,6 +38,14 @@ def _by_aqm_level(runs: Sequence[Any], dims: Sequence[str]) -> dict[str, dict[st
     return out
 
 
+def _measured(section: str, run: Any) -> dict[str, Any]:
+    """A run's figures; its tables are dropped after (835 runs' packets would not fit)."""
+    try:
+        return A.per_run(section, run)
+    finally:
+        run._frames.clear()
+
+
 def build(sections: Sequence[Section], variants: Sequence[Variant], runs: Sequence[Any], built: Any, length: Length,
           progress: Optional[Callable[[int, int, str], None]] = None) -> dict[str, Any]:
     by_section: dict[str, list[Any]] = {}
@@ -63,7 +71,7 @@ def build(sections: Sequence[Section], variants: Sequence[Variant], runs: Sequen
             aqms: dict[str, Any] = {}
             for v in variants:
                 g = groups.get(v.label, {})
-                per_level = {lv: A.aggregate([A.per_run(sec.key, r) for r in rs]) for lv, rs in g.items()}
+                per_level = {lv: A.aggregate([_measured(sec.key, r) for r in rs]) for lv, rs in g.items()}
                 aqms[v.label] = per_level if dims else per_level.get("", {})
             entry["aqms"] = aqms
             notes = {lab: list(x) for lab, x in (built.skipped.get(sec.key) or {}).items()}
@@ -84,12 +92,19 @@ def build(sections: Sequence[Section], variants: Sequence[Variant], runs: Sequen
     }
 
 
+def _points(run: Any) -> Any:
+    try:
+        return measures.goodput_delay_points(run)
+    finally:
+        run._frames.clear()
+
+
 def _derived(S: dict[str, Any], variants: Sequence[Variant], by_section: dict[str, list[Any]]) -> None:
     """The sections that read other sections' runs, and the per-AQM notes."""
     if "2.7" in S:
         aqms = {}
         for v in variants:
-            pts = [p for p in (measures.goodput_delay_points(r) for r in by_section.get("2", []) if str(r.params["aqm"]) == v.label) if p is not None and len(p)]
+            pts = [p for p in (_points(r) for r in by_section.get("2", []) if str(r.params["aqm"]) == v.label) if p is not None and len(p)]
             p = np.concatenate(pts) if pts else None
             aqms[v.label] = None if p is None else {"delay_ms": float(p[:, 0].mean()), "goodput_mbps": float(p[:, 1].mean()), "points": int(len(p)), "ellipse": measures.ellipse(p)}
         S["2.7"]["aqms"] = aqms
