@@ -9,7 +9,7 @@ import pytest
 
 from aqmlab.characterize import characterize, plan_size
 from aqmlab.characterize.analysis import elasticity, stat
-from aqmlab.measures import ellipse
+from aqmlab.characterize.summary import _ellipse as ellipse
 from aqmlab.characterize.variants import VariantError, parse
 
 

@@ -932,17 +932,3 @@ def tcp_goodput(run: Any) -> float | None:
     interval = (setting_ns(run, "record.interval", 10**8) or 10**8) / 1e9
     sel = ts["flow"].isin(ids) & (ts["time_s"] > w0 + 1e-9)
     return float(ts.loc[sel, "goodput_mbps"].sum() * interval / (end - w0)) if end > w0 else None
-
-
-def ellipse(points: np.ndarray) -> dict[str, Any] | None:
-    """RFC 7928 §2.7: the 1-σ ellipse of a two-dimensional Gaussian fitted to (delay,
-    goodput) points (their mean and covariance), as `aqmlab.plots.goodput_delay` draws
-    it: `center`, `semi_axes` (major, minor) and the major axis's `angle_deg`; None
-    with fewer than 3 points."""
-    if points is None or len(points) < 3:
-        return None
-    mu = points.mean(axis=0)
-    vals, vecs = np.linalg.eigh(np.cov(points.T))
-    vals = np.clip(vals, 0, None)
-    angle = math.degrees(math.atan2(vecs[1, 1], vecs[0, 1]))
-    return {"center": [float(mu[0]), float(mu[1])], "semi_axes": [float(math.sqrt(vals[1])), float(math.sqrt(vals[0]))], "angle_deg": float(angle)}

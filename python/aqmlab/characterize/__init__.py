@@ -83,6 +83,7 @@ def characterize(
     progress: Optional[bool] = None,
     report: bool = True,
     command: Optional[Sequence[str]] = None,
+    force: bool = False,
 ) -> Result:
     """Run RFC 7928's scenarios for `aqms` into `out` and write summary.json and report.html.
 
@@ -98,6 +99,9 @@ def characterize(
         progress: progress bars (default: when stderr is a terminal).
         report: write report.html.
         command: the command line, for manifest.json.
+        force: replace a different characterization (or sweep) in `out`, keeping the
+            runs the two share (e.g. another AQM added); without it such a folder is
+            refused.
 
     Returns:
         A `Result`: the summary (as summary.json), the report's path, run counts, seconds.
@@ -117,9 +121,12 @@ def characterize(
     built = _plan.build(secs, variants, length)
     out = Path(out)
     show = sys.stderr.isatty() if progress is None else progress
+    from .. import interrupts
+
+    interrupts.note(f"finished runs are kept in {out}; the same command resumes the characterization")
     res = sweeps.run_plan(built.plan, out, jobs=jobs, cluster=cluster, compare=False, progress=show, label="characterize",
                           extra={"characterize": {"aqms": [v.label for v in variants], "quick": quick, "seeds": length.seeds, "sections": [s.key for s in secs]}},
-                          command=command)
+                          command=command, force=force)
     if res.failed and not res.ran and not res.skipped:
         first = next(iter(res.failures.items()))
         raise RuntimeError(f"characterize: all {res.failed} runs failed (errors in {out / 'failures'}/); the first, {first[0]}: {first[1]}")
@@ -148,7 +155,7 @@ def characterize(
 def main(a: Any, console: Any) -> int:
     """The CLI command (aqmlab characterize ...)."""
     r = characterize(a.aqms, out=a.out, quick=a.quick, seeds=a.seeds, jobs=a.jobs, cluster=a.cluster, sections=a.sections, report=not a.no_report,
-                     command=a.argv)
+                     command=a.argv, force=a.force)
     from .report import console_table
 
     console_table(console, r.summary)

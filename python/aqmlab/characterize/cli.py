@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 
@@ -22,17 +21,19 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--sections", default=None, help=f"a comma-separated subset of the sections ({','.join(keys())})")
     p.add_argument("--plan", action="store_true", help="print the sweep's size per section and exit (nothing is run)")
     p.add_argument("--no-report", action="store_true", help="summary.json only")
+    p.add_argument("--force", action="store_true", help="replace a different characterization (or sweep) in --out, keeping the runs they share")
     p.set_defaults(fn=run)
 
 
 def run(a: argparse.Namespace) -> int:
-    from .. import _core
-    from ..cli import _console, _err, _install_sigterm
+    from .. import _core, interrupts
+    from ..cli import _console, _err
     from . import main, plan_size
     from .variants import VariantError
 
     a.sections = [s.strip() for s in a.sections.split(",") if s.strip()] if a.sections else None
     con = _console()
+    interrupts.note("nothing run yet")
     try:
         if a.plan:
             d = plan_size(a.aqms, a.quick, a.seeds, a.sections)
@@ -42,10 +43,6 @@ def run(a: argparse.Namespace) -> int:
             return 0
         if not a.out:
             return _err("characterize: --out: required (the folder for the runs, summary.json and report.html)")
-        _install_sigterm()
         return main(a, con)
-    except KeyboardInterrupt:
-        print("aqmlab: interrupted; finished runs are kept and characterize resumes where it stopped when started again", file=sys.stderr)
-        return 130
     except (VariantError, ValueError, _core.ScenarioError, FileExistsError, RuntimeError) as e:
         return _err(str(e).strip("'\""))

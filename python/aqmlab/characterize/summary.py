@@ -92,6 +92,17 @@ def build(sections: Sequence[Section], variants: Sequence[Variant], runs: Sequen
     }
 
 
+def _ellipse(p: Any) -> Optional[dict[str, Any]]:
+    """§2.7: the 1-σ ellipse `aqmlab.plots.goodput_delay` draws (`plots.ellipse`), as
+    its centre, semi-axes (along the angle's axis, then across) and angle in degrees."""
+    from ..plots import ellipse
+
+    if p is None or len(p) < 3:
+        return None
+    mu, w, h, angle = ellipse(p)
+    return {"center": [float(mu[0]), float(mu[1])], "semi_axes": [w / 2, h / 2], "angle_deg": float(angle)}
+
+
 def _points(run: Any) -> Any:
     try:
         return measures.goodput_delay_points(run)
@@ -106,7 +117,7 @@ def _derived(S: dict[str, Any], variants: Sequence[Variant], by_section: dict[st
         for v in variants:
             pts = [p for p in (_points(r) for r in by_section.get("2", []) if str(r.params["aqm"]) == v.label) if p is not None and len(p)]
             p = np.concatenate(pts) if pts else None
-            aqms[v.label] = None if p is None else {"delay_ms": float(p[:, 0].mean()), "goodput_mbps": float(p[:, 1].mean()), "points": int(len(p)), "ellipse": measures.ellipse(p)}
+            aqms[v.label] = None if p is None else {"delay_ms": float(p[:, 0].mean()), "goodput_mbps": float(p[:, 1].mean()), "points": int(len(p)), "ellipse": _ellipse(p)}
         S["2.7"]["aqms"] = aqms
     if "4.3" in S and "2" in S:
         keep = ("goodput_mbps", "delay_p50_ms", "delay_p95_ms", "delay_p99_ms", "jitter_ms", "loss_rate", "utilization", "fct_p50_s", "startup_p50_s", "loss_sync")
