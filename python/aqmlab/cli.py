@@ -762,6 +762,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .analysis.args import add_parser as add_analyze
 
     add_analyze(sub)
+    from .characterize.cli import add_parser as add_characterize
+
+    add_characterize(sub)
     return p
 
 

@@ -876,6 +876,11 @@ impl TcpSender {
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
         };
+        if newly_acked > 0 && a.ts_echo > 0 {
+            // RFC 7323 TSval − TSecr: the forward one-way delay on the simulator's one clock
+            // (plus any delayed-ACK hold); delay-based controllers (LEDBAT) use it.
+            self.cc.on_delay(a.sent_at.saturating_since(Time::from_nanos(a.ts_echo)), now);
+        }
         self.cc.on_rtt(&mut self.w, &sample);
         // RFC 5681 §3.1: cwnd grows only on an ACK that acknowledges new data (Linux
         // `tcp_may_raise_cwnd`: FLAG_DATA_ACKED), by what that ACK delivered, SACKed

@@ -18,6 +18,7 @@
 
 pub mod bbr;
 pub mod cubic;
+pub mod ledbat;
 pub mod newreno;
 pub mod reno;
 
@@ -129,6 +130,9 @@ pub trait CongestionControl {
     fn on_timeout(&mut self, _w: &Window, _now: Time) {}
     /// Every RTT sample, in any state (HyStart watches delay in slow start).
     fn on_rtt(&mut self, _w: &mut Window, _s: &AckSample) {}
+    /// A one-way delay sample, before `on_rtt`, from each ACK of new data that echoes
+    /// a timestamp: its TSval minus its TSecr (LEDBAT, RFC 6817).
+    fn on_delay(&mut self, _owd: Duration, _now: Time) {}
     /// Without SACK, end fast recovery on the first ACK of new data (RFC 5681 §3.2
     /// step 6, Linux's `reno`) instead of on the ACK that covers the recovery point
     /// (RFC 6582 NewReno).
@@ -285,6 +289,10 @@ macro_rules! registry {
             fn on_rtt(&mut self, w: &mut Window, s: &AckSample) {
                 match self { $( AnyCc::$variant(c) => c.on_rtt(w, s), )* }
             }
+            #[inline]
+            fn on_delay(&mut self, owd: Duration, now: Time) {
+                match self { $( AnyCc::$variant(c) => c.on_delay(owd, now), )* }
+            }
             fn rfc5681_recovery(&self) -> bool {
                 match self { $( AnyCc::$variant(c) => c.rfc5681_recovery(), )* }
             }
@@ -324,6 +332,7 @@ registry! {
     "newreno" => NewReno(newreno::NewRenoParams),
     "reno" => Reno(reno::RenoParams),
     "bbr" => Bbr(bbr::BbrParams),
+    "ledbat" => Ledbat(ledbat::LedbatParams),
 }
 
 impl Default for CcSpec {
