@@ -232,13 +232,14 @@ def test_a_killed_sweep_resumes_without_redoing_finished_runs(tmp_path):
     runs = tmp_path / "sw" / "runs"
     t0 = time.time()
     while time.time() - t0 < 120:
-        done = [d for d in runs.iterdir() if (d / "summary.json").exists()] if runs.exists() else []
+        done = [d for d in runs.iterdir() if (d / "summary.json").exists() and not d.name.startswith(".")] if runs.exists() else []
         if len(done) >= 4 or p.poll() is not None:
             break
         time.sleep(0.05)
     os.killpg(p.pid, signal.SIGKILL)  # the whole job, workers included, as a scheduler would
     p.wait()
-    finished = {d.name: (d / "summary.json").stat().st_mtime_ns for d in runs.iterdir() if (d / "summary.json").exists()}
+    # a run killed between its last file and the move into place leaves a hidden temporary folder: not a finished run
+    finished = {d.name: (d / "summary.json").stat().st_mtime_ns for d in runs.iterdir() if (d / "summary.json").exists() and not d.name.startswith(".")}
     assert 4 <= len(finished) < 15, "the sweep should be stopped halfway"
     q = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True)
     assert q.returncode == 0, q.stderr
@@ -295,7 +296,9 @@ def test_a_script_whose_sweep_fails_entirely_exits_nonzero(tmp_path):
     kw = dict(vary={"bottleneck.delay": ["48ms", "248ms"]}, set={"duration": "3s"})
     plan = sweeps.build_grid("madpie-proof", **kw).plan()
     (tmp_path / "sw" / "runs").mkdir(parents=True)
-    (tmp_path / "sw" / "sweep.json").write_text("{}")
+    # the same sweep's header, so the folder is taken as this sweep's (not refused as another's)
+    runs = [{"run": r.name, "hash": r.hash} for r in plan.runs]
+    (tmp_path / "sw" / "sweep.json").write_text(json.dumps({"grid": {"name": "madpie-proof"}, "runs": runs}))
     for r in plan.runs:
         (tmp_path / "sw" / "runs" / r.name).write_text("x")
     script = tmp_path / "s.py"

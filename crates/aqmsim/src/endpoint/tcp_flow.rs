@@ -4,10 +4,9 @@
 
 use aqm::{Duration, Time};
 
-use super::Cx;
+use super::{Cx, FlowSetup};
 use crate::packet::Packet;
 use crate::record::{FlowSeries, FlowTable};
-use crate::tcp::palermo::Mode;
 use crate::tcp::sender::{CaState, SenderStats};
 use crate::tcp::{TcpConfig, TcpReceiver, TcpSender};
 
@@ -21,6 +20,9 @@ pub struct TcpFlow {
     delivered_before: u64,
     stats_before: SenderStats,
     min_rtt_before: Option<Duration>,
+    /// The run's seed and the flow's stream name, for each connection's controller
+    /// stream (BBR draws its gain cycle's starting phase from it).
+    rng_name: Option<(u64, String)>,
 }
 
 fn min_opt<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
@@ -37,7 +39,21 @@ fn window_col(w: u64) -> i64 {
 
 impl TcpFlow {
     pub fn new(flow: u32, cfg: &TcpConfig) -> TcpFlow {
-        TcpFlow { snd: TcpSender::new(flow, cfg), rcv: TcpReceiver::new(flow, cfg), conn: 0, delivered_before: 0, stats_before: SenderStats::default(), min_rtt_before: None }
+        TcpFlow { snd: TcpSender::new(flow, cfg), rcv: TcpReceiver::new(flow, cfg), conn: 0, delivered_before: 0, stats_before: SenderStats::default(), min_rtt_before: None, rng_name: None }
+    }
+
+    /// Give each connection's congestion controller its own random stream, named
+    /// after the flow's group and index.
+    pub fn seeded(mut self, f: &FlowSetup<'_>) -> TcpFlow {
+        self.rng_name = Some((f.seed, format!("group.{}.flow.{}.cc", f.group, f.index)));
+        self.seed_cc();
+        self
+    }
+
+    fn seed_cc(&mut self) {
+        if let Some((seed, name)) = &self.rng_name {
+            self.snd.set_cc_rng(crate::rng::stream(*seed, &format!("{name}.conn.{}", self.conn)));
+        }
     }
 
     /// Open a new connection: fresh state; what is left of the old one is discarded.
@@ -48,6 +64,7 @@ impl TcpFlow {
         self.min_rtt_before = min_opt(self.min_rtt_before, self.snd.min_rtt());
         self.snd = TcpSender::new(flow, cfg);
         self.rcv = TcpReceiver::new(flow, cfg);
+        self.seed_cc();
     }
 
     /// The sender's counters over all the flow's connections.
@@ -119,12 +136,7 @@ impl TcpFlow {
             CaState::Cwr => 3,
         });
         r.rwnd.push(window_col(self.rcv.last_rwnd));
-        r.receiver_mode.push(self.rcv.palermo.as_deref().map_or(0, |p| match p.mode {
-            _ if p.probing() => 4,
-            Mode::Startup => 1,
-            Mode::Steady => 2,
-            Mode::Drs => 3,
-        }));
+        r.receiver_mode.push(self.rcv.window.mode_code());
     }
 
     /// The flow table's TCP columns; `end`: when a finite transfer ended.
@@ -140,8 +152,7 @@ impl TcpFlow {
         t.min_rtt_ns.push(min_opt(self.min_rtt_before, self.snd.min_rtt()).map_or(-1, |d| d.as_nanos() as i64));
         t.srtt_ns.push(self.snd.rtt.srtt().map_or(-1, |d| d.as_nanos() as i64));
         t.transfers.push(transfers);
-        let pal = self.rcv.palermo.as_deref();
-        t.receiver_reverts.push(pal.map_or(0, |p| p.reverts));
-        t.receiver_returns.push(pal.map_or(0, |p| p.returns));
+        t.receiver_reverts.push(self.rcv.window.reverts());
+        t.receiver_returns.push(self.rcv.window.returns());
     }
 }

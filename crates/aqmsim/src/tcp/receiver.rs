@@ -4,8 +4,8 @@
 
 use aqm::Time;
 
-use super::palermo::Palermo;
-use super::{ReceiverSpec, TcpConfig};
+use super::window::ReceiveWindow;
+use super::TcpConfig;
 use crate::packet::{Kind, Packet, SackBlocks};
 
 /// A window that never limits (Dynamic Right-Sizing keeps the advertised window
@@ -38,8 +38,8 @@ pub struct TcpReceiver {
     header: u32,
     /// The largest window to advertise (a fixed window, or unlimited).
     rwnd: u64,
-    /// A Palermo-like window controller (Popovsky §2), if configured.
-    pub palermo: Option<Box<Palermo>>,
+    /// The window policy (tcp/window: DRS, Palermo).
+    pub window: Box<dyn ReceiveWindow>,
     /// Right edge of the advertised window, in payload bytes: never moves left.
     right_edge: u64,
     /// The window in the latest ACK.
@@ -82,10 +82,7 @@ impl TcpReceiver {
             sack: cfg.sack,
             header: cfg.header.0 as u32,
             rwnd: cfg.receive_window.map_or(UNLIMITED_WINDOW, |w| w.0),
-            palermo: match &cfg.receiver {
-                ReceiverSpec::Drs => None,
-                ReceiverSpec::Palermo(p) => Some(Box::new(Palermo::new(p, cfg.mss.0))),
-            },
+            window: cfg.receiver.build(cfg.mss.0),
             right_edge: 0,
             last_rwnd: cfg.receive_window.map_or(UNLIMITED_WINDOW, |w| w.0),
             rcv_nxt: 0,
@@ -138,9 +135,9 @@ impl TcpReceiver {
                 self.ece = true;
             }
         }
-        if let (Some(pal), true) = (self.palermo.as_deref_mut(), p.ts_echo > 0) {
+        if p.ts_echo > 0 {
             // RFC 7323 §4.3 at the receiver (Linux `tcp_rcv_rtt_measure_ts`).
-            pal.on_rtt(now, now.saturating_since(aqm::Time::from_nanos(p.ts_echo)), self.bytes_received);
+            self.window.on_rtt(now, now.saturating_since(aqm::Time::from_nanos(p.ts_echo)), self.bytes_received);
         }
         // RFC 7323 §4.3 (2): TS.Recent takes the segment's timestamp if the segment
         // starts at or before the edge last acknowledged: with delayed ACKs the
@@ -156,9 +153,7 @@ impl TcpReceiver {
             return;
         }
         self.bytes_received += p.payload as u64;
-        if let Some(pal) = self.palermo.as_deref_mut() {
-            pal.on_data(now, self.bytes_received);
-        }
+        self.window.on_data(now, self.bytes_received);
         if seq == self.rcv_nxt {
             let filled_gap = !self.ooo.is_empty();
             self.rcv_nxt += 1;
@@ -204,10 +199,10 @@ impl TcpReceiver {
 
     /// The window to advertise now, in bytes.
     fn advertise(&mut self) -> u64 {
-        let Some(pal) = self.palermo.as_deref() else { return self.rwnd };
-        // Before its first measurement the controller sets no limit (the sender's
-        // initial window does), and that unlimited offer is not held to afterwards.
-        let Some(want) = pal.window() else { return self.rwnd };
+        // A policy without a window of its own (DRS), or before its first measurement
+        // (the sender's initial window limits then), offers the configured window; that
+        // offer is not held to afterwards.
+        let Some(want) = self.window.window() else { return self.rwnd };
         let want = want.min(self.rwnd);
         // RFC 9293 §3.8.6.2.2: do not shrink the window (move its right edge left).
         let wnd = want.max(self.right_edge.saturating_sub(self.bytes_delivered));

@@ -53,6 +53,8 @@
 use aqm::{Duration, Time};
 use serde::{Deserialize, Serialize};
 
+use super::ReceiveWindow;
+
 /// Parameters of the Palermo-like receiver, settable per flow group as
 /// `tcp.receiver = { kind = "palermo", ... }`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -376,6 +378,34 @@ impl Palermo {
             }
         };
         Some(w.max(floor).round() as u64)
+    }
+}
+
+
+impl ReceiveWindow for Palermo {
+    fn on_rtt(&mut self, now: Time, rtt: Duration, bytes_received: u64) {
+        Palermo::on_rtt(self, now, rtt, bytes_received)
+    }
+    fn on_data(&mut self, now: Time, bytes_received: u64) {
+        Palermo::on_data(self, now, bytes_received)
+    }
+    fn window(&self) -> Option<u64> {
+        Palermo::window(self)
+    }
+    /// The `receiver_mode` codes (record.rs): 1 start-up, 2 steady, 3 DRS, 4 probing.
+    fn mode_code(&self) -> u8 {
+        match self.mode {
+            _ if self.probing() => 4,
+            Mode::Startup => 1,
+            Mode::Steady => 2,
+            Mode::Drs => 3,
+        }
+    }
+    fn reverts(&self) -> u32 {
+        self.reverts
+    }
+    fn returns(&self) -> u32 {
+        self.returns
     }
 }
 
