@@ -434,6 +434,27 @@ impl std::fmt::Debug for Sinks {
     }
 }
 
+/// What the recorder reads of a packet at a link: the simulator's
+/// ([`crate::packet::Packet`]) and the emulator's real ones alike.
+pub trait Logged {
+    /// (flow, uid, kind code, bytes on the wire), as the packet log's columns hold them.
+    fn logged(&self) -> (u32, u64, u8, u32);
+    /// Its flow's forward traffic (data, SYN, datagram: a drop counts in the flow's
+    /// `drops`), or the return traffic (its `ack_drops`).
+    fn forward(&self) -> bool;
+}
+
+impl Logged for crate::packet::Packet {
+    #[inline]
+    fn logged(&self) -> (u32, u64, u8, u32) {
+        (self.flow, self.uid, self.kind as u8, self.size)
+    }
+    #[inline]
+    fn forward(&self) -> bool {
+        self.kind.is_forward()
+    }
+}
+
 /// A queue's own delay estimate for the packet log (-1: it keeps none).
 #[inline]
 fn probe_delay<P: aqm::QPacket>(q: &aqm::Qdisc<P>) -> i64 {
@@ -554,20 +575,21 @@ impl Recorder {
 
     /// A packet handed to link `l`'s transmitter at `t` after `sojourn` in its queue.
     #[inline]
-    pub fn dequeued<P: aqm::QPacket>(&mut self, l: u16, t: Time, p: &crate::packet::Packet, sojourn: Duration, q: &aqm::Qdisc<P>, marked: Option<aqm::Cause>) {
+    pub fn dequeued<P: aqm::QPacket, L: Logged>(&mut self, l: u16, t: Time, p: &L, sojourn: Duration, q: &aqm::Qdisc<P>, marked: Option<aqm::Cause>) {
+        let (flow, uid, kind, size) = p.logged();
         if t >= self.hist_from {
-            self.sojourn(l, p.flow, sojourn.as_nanos());
+            self.sojourn(l, flow, sojourn.as_nanos());
         }
         if let Some(log) = self.log[l as usize] {
             let backlog = q.backlog().bytes;
-            let (soj, kind) = (sojourn.as_nanos() as i64, p.kind as u8);
-            self.packets.push(t.as_nanos(), log, p.flow, p.uid, kind, p.size, EV_DEQUEUE, 0, soj, backlog, -1);
+            let soj = sojourn.as_nanos() as i64;
+            self.packets.push(t.as_nanos(), log, flow, uid, kind, size, EV_DEQUEUE, 0, soj, backlog, -1);
             if let Some(c) = marked {
-                self.packets.push(t.as_nanos(), log, p.flow, p.uid, kind, p.size, EV_MARK, c as u8 + 1, soj, backlog, probe_delay(q));
+                self.packets.push(t.as_nanos(), log, flow, uid, kind, size, EV_MARK, c as u8 + 1, soj, backlog, probe_delay(q));
             }
         }
         if marked.is_some() {
-            self.flow_marks[p.flow as usize] += 1;
+            self.flow_marks[flow as usize] += 1;
         }
     }
 
@@ -585,21 +607,22 @@ impl Recorder {
     /// `rate_bps`; `q`, the queue, for the packet log's AQM estimate.
     #[allow(clippy::too_many_arguments)]
     #[cold]
-    pub fn dropped<P: aqm::QPacket>(&mut self, l: u16, t: Time, p: &crate::packet::Packet, cause: aqm::Cause, sojourn: Option<Duration>, backlog: u64, rate_bps: u64, q: Option<&aqm::Qdisc<P>>) {
+    pub fn dropped<P: aqm::QPacket, L: Logged>(&mut self, l: u16, t: Time, p: &L, cause: aqm::Cause, sojourn: Option<Duration>, backlog: u64, rate_bps: u64, q: Option<&aqm::Qdisc<P>>) {
+        let (flow, uid, kind, size) = p.logged();
         self.cons.dropped += 1;
         if let Some(h) = self.drop_delay[l as usize] {
             let x = (backlog as u128 * 8_000_000_000 / rate_bps.max(1) as u128) as u64;
             self.hists[h as usize + cause.index()].1.record(x);
         }
-        if p.kind.is_forward() {
-            self.flow_drops[p.flow as usize] += 1;
+        if p.forward() {
+            self.flow_drops[flow as usize] += 1;
         } else {
-            self.flow_ack_drops[p.flow as usize] += 1;
+            self.flow_ack_drops[flow as usize] += 1;
         }
         if let Some(log) = self.log[l as usize] {
             let soj = sojourn.map_or(-1, |s| s.as_nanos() as i64);
             let d = q.map_or(-1, probe_delay);
-            self.packets.push(t.as_nanos(), log, p.flow, p.uid, p.kind as u8, p.size, EV_DROP, cause as u8 + 1, soj, backlog, d);
+            self.packets.push(t.as_nanos(), log, flow, uid, kind, size, EV_DROP, cause as u8 + 1, soj, backlog, d);
         }
     }
 

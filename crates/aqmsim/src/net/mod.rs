@@ -341,7 +341,7 @@ impl Network {
             }
             Err(backlog) => {
                 // refused on overflow (in the link's own stats when it counts or settles)
-                rec.dropped::<Packet>(l, at, p, Cause::Overflow, None, backlog, link.rate().bps(), None);
+                rec.dropped(l, at, p, Cause::Overflow, None, backlog, link.rate().bps(), None::<&aqm::Qdisc<Packet>>);
                 None
             }
         }
