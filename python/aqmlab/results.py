@@ -480,6 +480,3 @@ def write_parquet(table: pa.Table, path: Path) -> None:
     dicts = [f.name for f in table.schema if pa.types.is_dictionary(f.type)]
     pq.write_table(table, path, compression="zstd", compression_level=1, use_dictionary=dicts or False)
 
-
-def load_summary(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    return json.loads((Path(run_dir) / "summary.json").read_text())
