@@ -7,15 +7,22 @@
 //! segment with Linux-like flags, and counters from which RFC 6675's `pipe` follows:
 //! `pipe = outstanding - sacked - lost + retransmitted` (Linux
 //! `tcp_packets_in_flight`).
+//!
+//! Pacing (`tcp/pacing.rs`) gates the transmit loop when configured or when the
+//! controller sets its own rate; a controller that sets cwnd itself (BBR) gets
+//! delivery-rate samples (`tcp/rate.rs`) and the sender leaves cwnd to it.
 
 use std::collections::VecDeque;
 
 use aqm::{Duration, Time};
 
-use super::cc::{AckSample, AnyCc, CongestionControl, Window, INFINITE_SSTHRESH};
+use super::cc::{AckSample, AnyCc, CongestionControl, Conn, Window, INFINITE_SSTHRESH};
+use super::pacing::{self, Pacer};
+use super::rate::{RateSample, RateState, TxInfo};
 use super::rtt::RttEstimator;
 use super::TcpConfig;
 use crate::packet::{Kind, Packet};
+use crate::rng::SimRng;
 
 const SACKED: u8 = 1;
 const LOST: u8 = 2;
@@ -42,8 +49,9 @@ pub enum State {
 }
 
 /// Linux's congestion states that matter here (`tcp_ca_state`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CaState {
+    #[default]
     Open,
     /// Fast recovery (RFC 6675 / RFC 6582), cwnd set by PRR.
     Recovery,
@@ -133,6 +141,18 @@ pub struct TcpSender {
     min_rtt: Option<Duration>,
     last_rtt: Option<Duration>,
     rto_deadline: Option<Time>,
+    /// Pacing: on when configured or when the controller sets its own rate; the
+    /// wake-up when the pacer holds data back.
+    pacer: Pacer,
+    pace_at: Option<Time>,
+    /// The controller sets cwnd from delivery-rate samples (BBR).
+    rate_cc: bool,
+    /// Delivery-rate estimation, with one entry per outstanding segment beside
+    /// `board` (empty unless `rate_cc`).
+    rate: RateState,
+    rate_tx: VecDeque<TxInfo>,
+    /// Segments marked lost so far (`tp->lost`).
+    lost_total: u64,
     syn_sent_at: Time,
     pub started_at: Option<Time>,
     pub finished_at: Option<Time>,
@@ -176,11 +196,75 @@ impl TcpSender {
             min_rtt: None,
             last_rtt: None,
             rto_deadline: None,
+            pacer: Pacer::default(),
+            pace_at: None,
+            rate_cc: false,
+            rate: RateState::new(),
+            rate_tx: VecDeque::new(),
+            lost_total: 0,
             syn_sent_at: Time::ZERO,
             started_at: None,
             finished_at: None,
             stats: SenderStats::default(),
             cfg: cfg.clone(),
+        }
+        .with_cc_flags()
+    }
+
+    fn with_cc_flags(mut self) -> TcpSender {
+        self.rate_cc = self.cc.controls_cwnd();
+        self
+    }
+
+    /// The congestion controller's own random stream.
+    pub fn set_cc_rng(&mut self, rng: SimRng) {
+        self.cc.set_rng(rng);
+    }
+
+    /// The connection is open (Linux `tcp_init_transfer`): the controller starts,
+    /// with the handshake's RTT if there was one, and pacing starts if configured
+    /// or asked for by the controller (`SK_PACING_NEEDED`).
+    fn established(&mut self, now: Time) {
+        self.state = State::Established;
+        let c = self.conn(now);
+        self.cc.on_init(&mut self.w, &c);
+        self.pacer.on = self.cfg.pacing || self.cc.pacing_rate().is_some();
+        if self.pacer.on {
+            self.update_pacing_rate();
+        }
+    }
+
+    /// What a controller that sets cwnd itself reads of the connection.
+    fn conn(&self, now: Time) -> Conn {
+        Conn {
+            now,
+            mss: self.cfg.mss.0 as u32,
+            srtt: self.rtt.srtt(),
+            min_rtt: self.min_rtt,
+            in_flight: self.pipe(),
+            delivered: self.rate.delivered,
+            lost: self.lost_total,
+            delivered_mstamp: self.rate.delivered_mstamp,
+            app_limited: self.rate.app_limited,
+            ca_state: self.ca_state,
+            wstamp: self.pacer.wstamp,
+        }
+    }
+
+    /// The controller's pacing rate, or Linux's `tcp_update_pacing_rate`.
+    fn update_pacing_rate(&mut self) {
+        self.pacer.rate = match self.cc.pacing_rate() {
+            Some(r) => r,
+            None => pacing::default_rate(self.cfg.mss.0 as u32, self.cwnd_segments(), self.w.ssthresh as u64, self.outstanding(), self.rtt.srtt(), self.cfg.pacing_ss_ratio, self.cfg.pacing_ca_ratio),
+        };
+    }
+
+    /// The pacing rate in bytes per second (0 when not pacing).
+    pub fn pacing_rate(&self) -> u64 {
+        if self.pacer.on {
+            self.pacer.rate
+        } else {
+            0
         }
     }
 
@@ -198,7 +282,7 @@ impl TcpSender {
         } else {
             // Without a handshake, ECN is as configured (both ends share the setting).
             self.ecn_ok = self.cfg.ecn;
-            self.state = State::Established;
+            self.established(now);
             self.transmit(now, out);
         }
     }
@@ -224,8 +308,14 @@ impl TcpSender {
     pub fn send_more(&mut self, now: Time, bytes: u64, out: &mut Vec<Packet>) {
         debug_assert!(self.app_segments != u64::MAX, "a bulk sender has unlimited data already");
         let idle = self.snd_una == self.snd_nxt;
-        if idle && self.cfg.slow_start_after_idle && now.saturating_since(self.last_send) > self.rtt.rto() {
+        // Linux leaves a controller that sets cwnd itself alone (`tcp_slow_start_after_idle_check`)
+        if idle && self.cfg.slow_start_after_idle && !self.rate_cc && now.saturating_since(self.last_send) > self.rtt.rto() {
             self.w.cwnd = self.w.cwnd.min(self.cfg.initial_window as f64);
+        }
+        if self.rate_cc {
+            // `tcp_rate_check_app_limited` on the application's write
+            let (pipe, cwnd) = (self.pipe(), self.cwnd_segments());
+            self.rate.check_app_limited(self.snd_nxt >= self.app_segments, pipe, cwnd, self.lost_out, self.retrans_out);
         }
         self.push_message(bytes);
         if self.state == State::Done {
@@ -246,6 +336,7 @@ impl TcpSender {
             self.state = State::Done;
             self.finished_at = Some(now);
             self.rto_deadline = None;
+            self.pace_at = None;
         }
     }
 
@@ -274,8 +365,14 @@ impl TcpSender {
         self.snd_nxt - self.snd_una
     }
 
+    /// When the sender next needs to run: its retransmission timer, or the end of a
+    /// pacing gap.
+    #[inline]
     pub fn poll_at(&self) -> Option<Time> {
-        self.rto_deadline
+        match (self.rto_deadline, self.pace_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub fn is_done(&self) -> bool {
@@ -336,31 +433,76 @@ impl TcpSender {
     /// Send what the windows allow: lost segments first (RFC 6675 NextSeg rule 1),
     /// then new data (rule 2).
     fn transmit(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.transmit_paced(now, out, false);
+    }
+
+    /// `transmit`, with the pacing gate: a paced sender sends bursts (Linux's TSO
+    /// packets) while the departure time has come, and otherwise waits for it
+    /// (`tcp_pacing_check`). `unpaced_first`: the first segment leaves at once (the
+    /// retransmission a timeout sends straight from its timer).
+    fn transmit_paced(&mut self, now: Time, out: &mut Vec<Packet>, mut unpaced_first: bool) {
+        self.pace_at = None;
         if self.state != State::Established {
             return;
         }
         // the window does not change while sending
         let cwnd = self.cwnd_segments();
+        // the burst under way: segments it may still take, segments and payload
+        // bytes sent, whether it retransmits
+        let mut burst: Option<(u64, u64, u64, bool)> = None;
         loop {
             if self.pipe() >= cwnd {
                 self.cwnd_limited = true;
                 break;
             }
+            let mut retx = None;
             if self.lost_pending > 0 {
-                if let Some(seq) = self.next_lost() {
-                    self.retransmit(seq, now, out);
-                    continue;
+                retx = self.next_lost();
+                if retx.is_none() {
+                    debug_assert!(false, "lost_pending out of sync");
+                    self.lost_pending = 0;
                 }
-                debug_assert!(false, "lost_pending out of sync");
-                self.lost_pending = 0;
             }
             let window_end = self.snd_una.saturating_add(self.rwnd_segments);
-            if self.snd_nxt < self.app_segments && self.snd_nxt < window_end {
-                self.send_new(now, out);
-                continue;
+            if retx.is_none() && !(self.snd_nxt < self.app_segments && self.snd_nxt < window_end) {
+                self.cwnd_limited = false;
+                break;
             }
-            self.cwnd_limited = false;
-            break;
+            if self.pacer.on {
+                if let Some((room, segs, bytes, was_retx)) = burst {
+                    if room == 0 || was_retx != retx.is_some() {
+                        self.pacer.on_burst_sent(now, segs, bytes);
+                        burst = None;
+                    }
+                }
+                if burst.is_none() {
+                    if let Some(t) = self.pacer.wait(now).filter(|_| !unpaced_first) {
+                        // held back by pacing, not by cwnd or the application
+                        self.pace_at = Some(t);
+                        break;
+                    }
+                    unpaced_first = false;
+                    let min_tso = self.cc.min_tso_segs().unwrap_or(pacing::MIN_TSO_SEGS);
+                    burst = Some((pacing::burst_segments(self.pacer.rate, self.cfg.mss.0 as u32, self.min_rtt, min_tso), 0, 0, retx.is_some()));
+                }
+            }
+            if self.pipe() == 0 {
+                // Linux `tcp_event_data_sent`: the first segment with nothing in flight
+                let c = self.conn(now);
+                self.cc.on_tx_start(&mut self.w, &c);
+            }
+            match retx {
+                Some(seq) => self.retransmit(seq, now, out),
+                None => self.send_new(now, out),
+            }
+            if let Some((room, segs, bytes, _)) = burst.as_mut() {
+                *room -= 1;
+                *segs += 1;
+                *bytes += out.last().map_or(0, |p| p.payload as u64);
+            }
+        }
+        if let Some((_, segs, bytes, _)) = burst.filter(|b| b.1 > 0) {
+            self.pacer.on_burst_sent(now, segs, bytes);
         }
         if self.rto_deadline.is_none() && self.snd_nxt > self.snd_una {
             // RFC 6298 §5.1: start the timer when data is sent and it is not running.
@@ -383,6 +525,10 @@ impl TcpSender {
 
     fn send_new(&mut self, now: Time, out: &mut Vec<Packet>) {
         let seq = self.snd_nxt;
+        if self.rate_cc {
+            let tx = self.rate.on_sent(now, self.outstanding());
+            self.rate_tx.push_back(tx);
+        }
         self.board.push_back(Seg { sent_at: now, retx_high: 0, flags: 0 });
         self.snd_nxt += 1;
         self.stats.segments_sent += 1;
@@ -394,6 +540,10 @@ impl TcpSender {
     }
 
     fn retransmit(&mut self, seq: u64, now: Time, out: &mut Vec<Packet>) {
+        if self.rate_cc {
+            let tx = self.rate.on_sent(now, self.outstanding());
+            self.rate_tx[(seq - self.snd_una) as usize] = tx;
+        }
         let high = self.snd_nxt;
         let s = self.seg_mut(seq);
         s.flags |= RETRANS | EVER_RETRANS;
@@ -438,6 +588,7 @@ impl TcpSender {
             s.flags |= LOST;
             let pending = s.flags & RETRANS == 0;
             self.lost_out += 1;
+            self.lost_total += 1;
             if pending {
                 self.lost_pending += 1;
                 self.retx_hint = self.retx_hint.min(seq);
@@ -488,6 +639,7 @@ impl TcpSender {
             let s = self.seg_mut(seq);
             s.flags &= !RETRANS;
             self.retrans_out -= 1;
+            self.lost_total += 1;
             // still LOST: eligible for NextSeg rule 1 again
             self.lost_pending += 1;
             self.retx_hint = self.retx_hint.min(seq);
@@ -513,8 +665,12 @@ impl TcpSender {
         self.stats.recoveries += 1;
     }
 
-    /// RFC 6937 §3: proportional rate reduction with slow-start reduction bound.
+    /// RFC 6937 §3: proportional rate reduction with slow-start reduction bound
+    /// (not for a controller that sets cwnd itself: Linux's `tcp_cong_control`).
     fn prr(&mut self, delivered: u64) {
+        if self.rate_cc {
+            return;
+        }
         self.prr_delivered += delivered;
         let pipe = self.pipe() as f64;
         let ssthresh = self.w.ssthresh;
@@ -544,7 +700,7 @@ impl TcpSender {
                     self.rtt.at_least(Duration::from_secs(3));
                 }
                 self.rto_deadline = None;
-                self.state = State::Established;
+                self.established(now);
                 self.transmit(now, out);
             }
             (State::Established, Kind::Ack) => self.on_ack(p, now, out),
@@ -557,8 +713,17 @@ impl TcpSender {
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
     }
 
+    /// A segment the ACK delivered (SACKed or acked) gives its part of the rate
+    /// sample (`tcp_rate_skb_delivered`).
+    fn rate_delivered(&mut self, seq: u64, s: Seg, sacked: bool, rs: &mut RateSample) {
+        let tx = &mut self.rate_tx[(seq - self.snd_una) as usize];
+        self.rate.on_delivered(tx, s.sent_at, seq + 1, s.flags & (RETRANS | EVER_RETRANS) != 0, sacked, rs);
+    }
+
     fn on_ack(&mut self, a: &Packet, now: Time, out: &mut Vec<Packet>) {
         self.ts_recent = self.ts_recent.max(a.sent_at.as_nanos());
+        let mut rs = RateSample::default();
+        let (prior_in_flight, lost_before) = (self.pipe(), self.lost_total);
         let ack = a.seq.min(self.snd_nxt);
         let prior_una = self.snd_una;
         let prior_rwnd = self.rwnd_segments;
@@ -586,6 +751,9 @@ impl TcpSender {
                         break;
                     }
                     let s = *self.seg(seq);
+                    if self.rate_cc {
+                        self.rate_delivered(seq, s, true, &mut rs);
+                    }
                     self.release_loss_flags(s.flags);
                     if s.flags & EVER_RETRANS == 0 {
                         sack_first_sent = Some(sack_first_sent.map_or(s.sent_at, |t: Time| t.min(s.sent_at)));
@@ -606,6 +774,12 @@ impl TcpSender {
         let mut retrans_acked = false;
         if ack > self.snd_una {
             for seq in self.snd_una..ack {
+                if self.rate_cc {
+                    // the front entries (snd_una moves after the loop)
+                    let s = self.board[0];
+                    let mut tx = self.rate_tx.pop_front().expect("rate entry");
+                    self.rate.on_delivered(&mut tx, s.sent_at, seq + 1, s.flags & (RETRANS | EVER_RETRANS) != 0, false, &mut rs);
+                }
                 let s = self.board.pop_front().expect("scoreboard entry");
                 if s.flags & SACKED != 0 {
                     self.sacked_out -= 1;
@@ -684,6 +858,14 @@ impl TcpSender {
             self.mark_lost(self.snd_una);
         }
 
+        // The ACK's delivery-rate sample (`tcp_rate_gen`), after its loss detection.
+        if self.rate_cc {
+            self.rate.delivered += delivered;
+            rs.prior_in_flight = prior_in_flight;
+            rs.rtt = ca_rtt;
+            self.rate.generate(now, delivered, self.lost_total - lost_before, self.min_rtt, &mut rs);
+        }
+
         // 5. Congestion state.
         let sample = AckSample {
             now,
@@ -694,6 +876,11 @@ impl TcpSender {
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
         };
+        if newly_acked > 0 && a.ts_echo > 0 {
+            // RFC 7323 TSval − TSecr: the forward one-way delay on the simulator's one clock
+            // (plus any delayed-ACK hold); delay-based controllers (LEDBAT) use it.
+            self.cc.on_delay(a.sent_at.saturating_since(Time::from_nanos(a.ts_echo)), now);
+        }
         self.cc.on_rtt(&mut self.w, &sample);
         // RFC 5681 §3.1: cwnd grows only on an ACK that acknowledges new data (Linux
         // `tcp_may_raise_cwnd`: FLAG_DATA_ACKED), by what that ACK delivered, SACKed
@@ -726,7 +913,9 @@ impl TcpSender {
                     self.enter_recovery(now);
                     self.prr(delivered);
                 } else if self.snd_una >= self.recovery_point {
-                    self.w.cwnd = self.w.ssthresh;
+                    if !self.rate_cc {
+                        self.w.cwnd = self.w.ssthresh;
+                    }
                     self.ca_state = CaState::Open;
                 } else {
                     self.prr(delivered);
@@ -737,14 +926,19 @@ impl TcpSender {
                     // RFC 5681 §3.2 step 6 (Reno): the first ACK of new data, partial or
                     // not, ends fast recovery: cwnd deflates to ssthresh. Later holes
                     // wait for three new duplicate ACKs or the RTO.
-                    self.w.cwnd = self.w.ssthresh;
+                    if !self.rate_cc {
+                        self.w.cwnd = self.w.ssthresh;
+                    }
                     self.ca_state = CaState::Open;
                     self.reno_sacked = 0;
                     self.dupacks = 0;
                     self.lost_scan_from = self.lost_scan_from.max(self.snd_una);
                 } else if self.snd_una >= self.recovery_point {
-                    // RFC 6937: on exit, cwnd = ssthresh.
-                    self.w.cwnd = self.w.ssthresh;
+                    // RFC 6937: on exit, cwnd = ssthresh (Linux's `tcp_end_cwnd_reduction`
+                    // leaves a controller that sets cwnd itself alone).
+                    if !self.rate_cc {
+                        self.w.cwnd = self.w.ssthresh;
+                    }
                     self.ca_state = CaState::Open;
                     self.lost_scan_from = self.lost_scan_from.max(self.snd_una);
                 } else {
@@ -761,6 +955,17 @@ impl TcpSender {
             }
         }
 
+        // A controller that sets cwnd itself does so now, in any state (Linux
+        // `tcp_cong_control`), and may mark the connection application-limited.
+        if self.rate_cc {
+            let mut c = self.conn(now);
+            self.cc.cong_control(&mut self.w, &rs, &mut c);
+            self.rate.app_limited = c.app_limited;
+        }
+        if self.pacer.on {
+            self.update_pacing_rate();
+        }
+
         // 6. Timer (RFC 6298 §5.2-5.3).
         if self.snd_una == self.snd_nxt {
             self.rto_deadline = None;
@@ -772,13 +977,17 @@ impl TcpSender {
             self.state = State::Done;
             self.finished_at = Some(now);
             self.rto_deadline = None;
+            self.pace_at = None;
             return;
         }
         self.transmit(now, out);
     }
 
-    /// Run the retransmission timer if it is due.
+    /// Run the retransmission timer if it is due, and send what pacing held back.
     pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.pace_at.is_some_and(|t| t <= now) {
+            self.transmit(now, out);
+        }
         match self.rto_deadline {
             Some(d) if d <= now => {}
             _ => return,
@@ -809,6 +1018,10 @@ impl TcpSender {
         self.lost_out = 0;
         self.lost_pending = 0;
         for s in self.board.iter_mut() {
+            // `tp->lost` counts what is newly lost and retransmissions lost again
+            if s.flags & SACKED == 0 && (s.flags & LOST == 0 || s.flags & RETRANS != 0) {
+                self.lost_total += 1;
+            }
             s.flags &= !RETRANS;
             if s.flags & SACKED == 0 {
                 s.flags |= LOST;
@@ -825,7 +1038,12 @@ impl TcpSender {
         self.recovery_point = self.snd_nxt;
         self.rtt.back_off();
         self.rto_deadline = Some(now + self.rtt.rto());
-        self.transmit(now, out);
+        if self.rate_cc {
+            let c = self.conn(now);
+            self.cc.on_enter_loss(&c);
+        }
+        // Linux's timer sends the retransmission straight away, paced or not
+        self.transmit_paced(now, out, true);
     }
 
     /// Internal consistency of the scoreboard counters (for tests).
