@@ -227,3 +227,26 @@ def test_a_signal_swallowed_by_a_finalizer_is_raised_again_at_the_next_check():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert p.stdout.split("\n")[:2] == ["went on", "raised SIGINT"], p.stdout + p.stderr
     assert "Exception ignored" not in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_resumed_sweep_interrupted_before_its_first_run_says_what_was_done_before(tmp_path, monkeypatch, capsys):
+    # found by scripts/sweep_interrupts.py: a resumed sweep stopped in its start-up said
+    # "nothing run yet; the same command starts the sweep" beside runs done earlier
+    import shutil
+
+    from aqmlab import sweeps
+
+    out = tmp_path / "s"
+    argv = ["sweep", "madpie-proof", "--vary", "bottleneck.delay=10ms,20ms", "--set", "duration=2s", "--no-compare", "-q", "--out", str(out)]
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+
+    def stopped(*a, **k):
+        raise interrupts.Interrupted(signal.SIGINT)
+
+    monkeypatch.setattr(sweeps, "run_plan", stopped)
+    assert cli.main(argv) == 130
+    assert capsys.readouterr().err == f"aqmlab: interrupted (SIGINT): no run started; 2 of 2 runs were done before, in {out}; the same command resumes\n"
+    shutil.rmtree(out)  # a new folder
+    assert cli.main(argv) == 130
+    assert capsys.readouterr().err == f"aqmlab: interrupted (SIGINT): nothing run yet; the same command starts the sweep in {out}\n"
