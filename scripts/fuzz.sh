@@ -5,6 +5,7 @@
 #   rustup toolchain install nightly && cargo install cargo-fuzz
 #   ./scripts/fuzz.sh 8              # eight hours each, the three targets side by side
 #   ./scripts/fuzz.sh 0.15 --serial  # nine minutes each, one target after the other (one core)
+#   TARGETS="scenario_text aqm" ./scripts/fuzz.sh 1   # some of the targets
 # HOURS is wall time. The fuzzers run at nice 19 (NICE=0 for a bounded run at the normal
 # priority; at nice 19 on a busy machine they get little of a core).
 # Runs in fork mode: a finding is kept and the fuzzing goes on. Findings (a crash,
@@ -20,7 +21,7 @@ hours="${1:-1}"
 serial="${2:-}"
 nice="${NICE:-19}"
 seconds=$(python3 -c "print(int(float('$hours') * 3600))")
-targets=(scenario_text scenario_overrides aqm)
+read -r -a targets <<<"${TARGETS:-scenario_text scenario_overrides aqm}"
 mkdir -p logs
 nice -n "$nice" cargo +nightly fuzz build -O
 run() {
