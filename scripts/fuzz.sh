@@ -12,7 +12,9 @@
 # time-out or out-of-memory input each) land in fuzz/artifacts/TARGET/; replay one with
 #   cargo +nightly fuzz run TARGET fuzz/artifacts/TARGET/crash-...
 # Logs: fuzz/logs/TARGET.log (executions, coverage, corpus size). The corpus of earlier
-# runs (fuzz/corpus/TARGET/) is the starting point (fork mode first replays it). Ends
+# runs (fuzz/corpus/TARGET/) is the starting point (fork mode first replays it, which
+# takes minutes for the scenario targets); SEEDS_ONLY=1 starts instead from the seeds
+# alone (scenarios/*.toml for scenario_text), in fuzz/corpus/TARGET-seeds-only/. Ends
 # with a table: per target the wall and CPU seconds, executions, executions per wall
 # second, coverage (libFuzzer's cov), corpus size and findings.
 set -euo pipefail
@@ -25,11 +27,12 @@ read -r -a targets <<<"${TARGETS:-scenario_text scenario_overrides aqm}"
 mkdir -p logs
 nice -n "$nice" cargo +nightly fuzz build -O
 run() {
-    local t=$1 seeds=() dict=()
-    mkdir -p "corpus/$t" "artifacts/$t"
+    local t=$1 seeds=() dict=() corpus="corpus/$1"
+    [ -n "${SEEDS_ONLY:-}" ] && corpus="corpus/$1-seeds-only"
+    mkdir -p "$corpus" "artifacts/$t"
     if [ "$t" = scenario_text ]; then seeds=(../scenarios); dict=(-dict=scenario.dict); fi
     # CPU seconds of the fuzzer and its children: logs/TARGET.cpu
-    /usr/bin/time -f "%U %S" -o "logs/$t.cpu" nice -n "$nice" cargo +nightly fuzz run -O "$t" "corpus/$t" "${seeds[@]}" -- \
+    /usr/bin/time -f "%U %S" -o "logs/$t.cpu" nice -n "$nice" cargo +nightly fuzz run -O "$t" "$corpus" "${seeds[@]}" -- \
         -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
         -max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 -print_final_stats=1 "${dict[@]}" \
         >"logs/$t.log" 2>&1 || echo "$t: cargo fuzz exited with status $? (see fuzz/logs/$t.log)"
@@ -45,6 +48,7 @@ print(f"{'target':<20} {'wall s':>6} {'CPU s':>6} {'executions':>10} {'exec/s':>
 for t in sys.argv[1:]:
     last = [l for l in Path(f"logs/{t}.log").read_text(errors="replace").splitlines() if re.match(r"#\d+:", l)]
     m = re.match(r"#(\d+):.* cov: (\d+) .*corp: (\d+) .*oom/timeout/crash: (\S+) time: (\d+)s", last[-1]) if last else None
+    # (executions: after the replay of the corpus, which libFuzzer's fork mode does not count)
     found = sorted(p.name for p in Path(f"artifacts/{t}").iterdir()) if Path(f"artifacts/{t}").exists() else []
     if not m:
         print(f"{t:<20} no status line in logs/{t}.log")
