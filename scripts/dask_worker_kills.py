@@ -13,7 +13,8 @@ one dies):
 
 * killed worker (--times of them, Dask's default settings): once a random number of
   runs (0 to half of them) have finished, plus a random part of a run's time, one of
-  the workers that is running a run is killed with SIGKILL. The runs it was running
+  the workers is killed with SIGKILL while it runs a run (the worker kills itself,
+  from its event loop, after checking that it runs one). The runs it was running
   are lost; the scheduler gives them to another worker. Checks: the sweep ran every run
   and none failed; its index lists every run once, all "ok"; one folder per run; every
   run lost with the worker is among them, finished; every run folder identical to the
@@ -70,9 +71,40 @@ def done(runs: Path) -> set[str]:
     return {p.parent.name for p in runs.glob("*/summary.json")} if runs.exists() else set()
 
 
-def executing(dask_worker) -> list[str]:  # noqa: ANN001 (client.run passes the worker)
-    """The keys of the tasks a worker is running now."""
-    return [str(ts.key) for ts in dask_worker.state.executing]
+def die_if_running(record: str, runs: str, want: str | None = None, dask_worker=None) -> bool:  # noqa: ANN001
+    """Run by client.run on one worker, in its event loop beside the task it runs: if it
+    is running a run whose folder is not written yet (`want`: that task), write the keys
+    it runs into `record` and SIGKILL its own process, so that the run is in flight at
+    the instant of the kill."""
+    keys = [str(ts.key) for ts in dask_worker.state.executing]
+    if want is not None:
+        keys = [k for k in keys if k == want]
+    if not any(not (Path(runs) / run_of(k) / "summary.json").exists() for k in keys):
+        return False
+    Path(record).write_text(json.dumps(keys))
+    os.kill(os.getpid(), signal.SIGKILL)
+    return True
+
+
+def kill_running(client, record: Path, runs: Path, rng: random.Random, stop: threading.Event, want: str | None = None) -> list[str]:  # noqa: ANN001
+    """Kill a worker that is running a run (`want`: that task); the keys it was running
+    ([] if the sweep ended first)."""
+    record.unlink(missing_ok=True)
+    while not stop.is_set():
+        try:
+            workers = sorted(client.scheduler_info()["workers"])
+        except Exception:  # noqa: BLE001 - a worker being replaced
+            workers = []
+        rng.shuffle(workers)
+        for w in workers:
+            try:
+                client.run(die_if_running, str(record), str(runs), want, workers=[w])  # False if it runs nothing (or not `want`)
+            except Exception:  # noqa: BLE001 - the worker died answering (or was being replaced)
+                pass
+            if record.exists():  # written before the kill
+                return json.loads(record.read_text())
+        time.sleep(0.01)
+    return []
 
 
 def run_of(key: str) -> str:
@@ -117,32 +149,28 @@ def kill_trial(k: int, work: Path, ref: Path, kw: dict, rng: random.Random, per_
     wait_for = rng.randint(0, total // 2)
     extra = rng.uniform(0.0, per_run)
     info: dict = {"trial": k}
+    shutil.rmtree(out, ignore_errors=True)
+    stop = threading.Event()
     t0 = time.perf_counter()
     with cluster() as lc, distributed.Client(lc) as client:
 
         def killer() -> None:
-            deadline = time.monotonic() + 600
-            while time.monotonic() < deadline and len(done(runs)) < wait_for:
+            while not stop.is_set() and len(done(runs)) < wait_for:
                 time.sleep(0.01)
-            time.sleep(extra)
-            while time.monotonic() < deadline:
-                busy = {w: ks for w, ks in client.run(executing).items() if ks}
-                if busy:
-                    break
-                time.sleep(0.01)
-            victim = sorted(busy)[rng.randrange(len(busy))]
-            pid = client.run(os.getpid, workers=[victim])[victim]
-            before = done(runs)
-            os.kill(pid, signal.SIGKILL)
+            stop.wait(extra)
+            info["done_at_kill"] = len(done(runs))
+            keys = kill_running(client, work / "killed.json", runs, rng, stop)
             info["killed_at_s"] = round(time.perf_counter() - t0, 2)
-            info["done_at_kill"] = len(before)
-            # the runs it was running, less any that finished in the instant before the kill
-            info["lost"] = sorted({run_of(x) for x in busy[victim]} - done(runs))
+            # the runs it was running (less any that finished in the instant before)
+            info["lost"] = sorted({run_of(x) for x in keys} - done(runs))
 
         th = threading.Thread(target=killer)
         th.start()
-        res = aqmlab.sweep("madpie-proof", out=out, cluster=client, **kw)
-        th.join()
+        try:
+            res = aqmlab.sweep("madpie-proof", out=out, cluster=client, **kw)
+        finally:
+            stop.set()
+            th.join()
     problems = []
     if (res.ran, res.failed) != (total, 0):
         problems.append(f"ran {res.ran}, failed {res.failed} ({res.failures})")
@@ -171,57 +199,62 @@ def lost_twice_trial(work: Path, ref: Path, kw: dict, rng: random.Random) -> dic
     names = sorted(p.name for p in (ref / "runs").iterdir())
     target = names[rng.randrange(len(names) // 2, len(names))]  # not among the first to start
     info: dict = {"target": target, "kills": []}
+    shutil.rmtree(out, ignore_errors=True)
+    stop = threading.Event()
     t0 = time.perf_counter()
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), cluster() as lc, distributed.Client(lc) as client:
+    # a task lost with its worker fails at once (KilledWorker), and each worker holds only
+    # the run it runs (no queued run lost beside it)
+    settings = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}
+    with dask.config.set(settings), cluster() as lc, distributed.Client(lc) as client:
 
         def killer() -> None:
-            deadline = time.monotonic() + 600
-            for want in (f"aqmlab-run-{target}", f"aqmlab-run-{target}-try2"):
-                while time.monotonic() < deadline:
-                    try:
-                        where = [w for w, ks in client.run(executing).items() if want in ks]
-                    except Exception:  # a worker being replaced
-                        where = []
-                    if where:
-                        pid = client.run(os.getpid, workers=where)[where[0]]
-                        os.kill(pid, signal.SIGKILL)
-                        info["kills"].append(f"{'second' if want.endswith('-try2') else 'first'} try at {time.perf_counter() - t0:.1f} s")
-                        break
-                    time.sleep(0.01)
+            for want, which in ((f"aqmlab-run-{target}", "first"), (f"aqmlab-run-{target}-try2", "second")):
+                if kill_running(client, work / "killed.json", runs, rng, stop, want=want):
+                    info["kills"].append(f"{which} try at {time.perf_counter() - t0:.1f} s")
 
         th = threading.Thread(target=killer)
         th.start()
-        p = subprocess.run([sys.executable, "-m", "aqmlab.cli", "sweep", *grid_argv(kw), "--cluster", lc.scheduler_address, "--out", str(out)],
-                           capture_output=True, text=True, timeout=900)
-        th.join()
-    problems = []
+        try:
+            p = subprocess.run([sys.executable, "-m", "aqmlab.cli", "sweep", *grid_argv(kw), "--cluster", lc.scheduler_address, "--out", str(out)],
+                               capture_output=True, text=True, timeout=900)
+        finally:
+            stop.set()
+            th.join()
+    problems = [] if len(info["kills"]) == 2 else [f"killed {len(info['kills'])} times, not twice"]
     if p.returncode != 1:
         problems.append(f"exit status {p.returncode}, expected 1")
     err_lines = [x for x in p.stderr.splitlines() if x.strip()]
     if "Traceback" in p.stderr:
         problems.append("a traceback on stderr")
-    said = [x for x in err_lines if x.startswith(f"aqmlab: run {target} failed:")]
-    if not said or "lost twice" not in said[0] or "KilledWorker" not in said[0]:
-        problems.append(f"no line saying {target} failed, lost twice, KilledWorker: {err_lines[:3]}")
-    others = [x for x in err_lines if x.startswith("aqmlab: run ") and not x.startswith(f"aqmlab: run {target} ")]
-    if others:
-        problems.append(f"other runs failed: {others[:2]}")
-    problems += check_index(out, total, {target})
-    rec_file = out / "failures" / f"{target}.json"
-    rec = json.loads(rec_file.read_text()) if rec_file.exists() else {}
-    if rec.get("status") != "failed" or "lost twice" not in rec.get("error", ""):
-        problems.append(f"failures/{target}.json: {rec or 'missing'}")
-    info["error"] = rec.get("error", "")
+    import pyarrow.parquet as pq
+
+    idx = pq.read_table(out / "index.parquet").to_pydict()
+    failed = {r for r, st in zip(idx["run"], idx["status"]) if st != "ok"}
+    # the chosen run, and any other run that was on a killed worker both times
+    if target not in failed:
+        problems.append(f"{target} is not recorded as failed")
+    for r in sorted(failed):
+        said = [x for x in err_lines if x.startswith(f"aqmlab: run {r} failed:")]
+        if len(said) != 1 or "lost twice" not in said[0] or "KilledWorker" not in said[0]:
+            problems.append(f"not one line saying {r} failed, lost twice, KilledWorker: {said[:2]}")
+        rec_file = out / "failures" / f"{r}.json"
+        rec = json.loads(rec_file.read_text()) if rec_file.exists() else {}
+        if rec.get("status") != "failed" or "lost twice" not in rec.get("error", ""):
+            problems.append(f"failures/{r}.json: {rec or 'missing'}")
+        if r == target:
+            info["error"] = rec.get("error", "")
+    problems += check_index(out, total, failed)
+    info["also_failed"] = sorted(failed - {target})
     import aqmlab
 
     # started again (locally): only the failed run runs, and the folder is complete
     res = aqmlab.sweep("madpie-proof", out=out, jobs=2, **kw)
-    if (res.ran, res.skipped, res.failed) != (1, total - 1, 0):
+    if (res.ran, res.skipped, res.failed) != (len(failed), total - len(failed), 0):
         problems.append(f"the second start: ran {res.ran}, skipped {res.skipped}, failed {res.failed}")
     problems += check_index(out, total, set())
     counts: dict[str, int] = {}
     problems += compare_sweeps(ref / "runs", runs, counts)[:5]
-    info.update(code=p.returncode, total=total, identical=counts["identical"], wall_clock_only=counts["wall_clock_only"],
+    info.update(code=p.returncode, total=total, ran_again=res.ran, identical=counts["identical"], wall_clock_only=counts["wall_clock_only"],
                 wall_s=round(time.perf_counter() - t0, 1), problems=problems)
     shutil.rmtree(out, ignore_errors=True)
     return info
@@ -256,8 +289,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{'ok' if not i['problems'] else 'FAIL: ' + '; '.join(i['problems'])}")
     i = lost_twice_trial(work, ref, kw, rng)
     failures += bool(i["problems"])
-    print(f"lost twice: run {i['target']}, its worker killed in its {' and in its '.join(i['kills'])}; exit status {i['code']}; recorded as: {i['error']}")
-    print(f"  then started again locally: 1 run ran, {i['total'] - 1} skipped; files {i['identical']} identical, {i['wall_clock_only']} but for the wall-clock fields; "
+    print(f"lost twice: run {i['target']}, its worker killed in its {' and in its '.join(i['kills'])}; exit status {i['code']}; recorded as: {i.get('error', '?')}")
+    print(f"  other runs recorded as lost twice (on a killed worker both times): {len(i['also_failed'])} {i['also_failed']}")
+    print(f"  then started again locally: {i['ran_again']} run(s) ran, {i['total'] - i['ran_again']} skipped; files {i['identical']} identical, {i['wall_clock_only']} but for the wall-clock fields; "
           f"{'ok' if not i['problems'] else 'FAIL: ' + '; '.join(i['problems'])}")
     print(f"{a.times + 1 - failures} of {a.times + 1} trials held every check")
     if not a.work:
