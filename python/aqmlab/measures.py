@@ -291,6 +291,31 @@ def link_summary(result: Any, li: int) -> dict[str, Any]:
     out["drop_rate"] = sum(st["drops"]) / st["arrivals"] if st["arrivals"] else None
     total = sum(st["drops"])
     out["drop_shares"] = {k: (v / total if total else None) for k, v in drops.items()}
+    if "ecn_arrived" in st:
+        out["ecn"] = {
+            "arrived": dict(zip(ecn_codepoints(), st["ecn_arrived"])),
+            "departed": dict(zip(ecn_codepoints(), st["ecn_dequeued"])),
+        }
+    if ln.get("counters"):
+        out["queues"] = aqm_counters(ln["counters"])
+    return out
+
+
+def aqm_counters(counters: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """An AQM's own end-of-run figures by sub-queue (DualPI2's `l` and `c`; `all`
+    for the whole): counts as they are, times in ms, and each queue's mean sojourn
+    when it keeps a total."""
+    out: dict[str, dict[str, Any]] = {}
+    for c in counters:
+        q = out.setdefault(c["queue"] or "all", {})
+        (kind, v), = c["value"].items()
+        if kind == "nanos":
+            q[f"{c['name']}_ms"] = v / 1e6
+        else:
+            q[c["name"]] = v
+    for q in out.values():
+        if "sojourn_total_ms" in q and q.get("dequeued"):
+            q["sojourn_mean_ms"] = q["sojourn_total_ms"] / q["dequeued"]
     return out
 
 
@@ -316,7 +341,7 @@ def summarize(result: Any) -> dict[str, Any]:
         if is_trace_link(result.raw["link_series"], 0):
             bottleneck["trace"] = (sc["bottleneck"].get("trace") or {}).get("file", "inline")
         # the headline block keeps its historical key order
-        order = ["aqm", "rate_mbps", "delay_ms", "buffer_packets", "buffer_bytes", "queue_delay_ms", "queue_delay_note", "trace", "capacity_mbps", "utilization", "packets", "drops", "marks", "drop_rate", "drop_shares"]
+        order = ["aqm", "rate_mbps", "delay_ms", "buffer_packets", "buffer_bytes", "queue_delay_ms", "queue_delay_note", "trace", "capacity_mbps", "utilization", "packets", "drops", "marks", "drop_rate", "drop_shares", "ecn", "queues"]
         bottleneck = {k: bottleneck[k] for k in order if k in bottleneck}
 
     classes: dict[str, Any] = {}
@@ -363,6 +388,10 @@ def summarize(result: Any) -> dict[str, Any]:
             "drops": int(dropped),
             "ack_drops": int(fl["ack_drops"][sel].sum()),
             "marks": int(fl["marks"][sel].sum()),
+            "ecn": {
+                "sent": {cp: int(fl[f"sent_{cp}"][sel].sum()) for cp in ecn_codepoints()},
+                "received": {cp: int(fl[f"received_{cp}"][sel].sum()) for cp in ecn_codepoints()},
+            },
             "retransmits": int(fl["retransmits"][sel].sum()),
             "timeouts": int(fl["timeouts"][sel].sum()),
         }
@@ -496,6 +525,14 @@ _ns = duration_ns
 
 MAX_SAMPLES_PER_RUN = 100_000  # per-packet values kept per run for pooled distributions
 CAUSE_NAMES = ("overflow", "random", "deterministic")
+
+
+def ecn_codepoints() -> list[str]:
+    """The ECN codepoints' names in the order of the per-codepoint counters (the
+    schema's `ecn` code table): not_ect, ect0, ect1, ce."""
+    from .results import codes
+
+    return codes("ecn")
 @functools.cache
 def kinds_of(family: str) -> tuple[str, ...]:
     """The traffic kinds of a family, as the core's registry says: "bulk" (long-lived

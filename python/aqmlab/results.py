@@ -205,6 +205,7 @@ class RunResult(Run):
                 "drops": pa.array(f["drops"]),
                 "ack_drops": pa.array(f["ack_drops"]),
                 "marks": pa.array(f["marks"]),
+                **{f"{d}_{cp}": pa.array(f[f"{d}_{cp}"]) for d in ("sent", "received") for cp in measures.ecn_codepoints()},
                 "loss_rate": pa.array(np.where(sent > 0, f["drops"] / np.maximum(sent, 1), np.nan)),
                 "min_rtt_ms": _ms(f["min_rtt_ns"]),
                 "srtt_ms": _ms(f["srtt_ns"]),

@@ -300,6 +300,11 @@ pub struct Stats {
     pub marks: [u64; 3],
     pub bytes_enqueued: u64,
     pub bytes_dequeued: u64,
+    /// Arrivals by ECN codepoint as they came (index with [`Ecn::index`]: Not-ECT,
+    /// ECT(0), ECT(1), CE).
+    pub ecn_arrived: [u64; 4],
+    /// Departures by ECN codepoint as they left (after any CE mark).
+    pub ecn_dequeued: [u64; 4],
 }
 
 impl Stats {

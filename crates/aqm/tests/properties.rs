@@ -1,8 +1,10 @@
 //! Operation-sequence property tests for every AQM (as s2n-quic's congestion
 //! controller fuzz targets): random arrivals, departures, timer ticks and ECN
-//! capabilities; after each step the invariants must hold.
+//! capabilities (all four codepoints); after each step the invariants must hold.
 //!
 //! * every packet offered comes back exactly once: dequeued, or dropped with a cause;
+//! * only ECN-capable packets, ECT(0) and ECT(1) alike (RFC 8311), or CE are marked, and
+//!   the queue's per-codepoint counters agree with what was offered and what left;
 //! * the backlog never exceeds the buffer limit;
 //! * a drop probability, where the AQM has one, stays in [0, 1];
 //! * the same seed gives the same decisions.
@@ -44,14 +46,14 @@ impl QPacket for P {
 #[derive(Clone, Debug)]
 enum Op {
     /// time passes (µs), then a packet arrives
-    Arrive { gap_us: u32, size: u32, flow: u8, ect: bool },
+    Arrive { gap_us: u32, size: u32, flow: u8, ecn: u8 },
     /// time passes, then the link takes a packet
     Depart { gap_us: u32 },
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        (0u32..3000, 40u32..1500, 0u8..8, any::<bool>()).prop_map(|(gap_us, size, flow, ect)| Op::Arrive { gap_us, size, flow, ect }),
+        (0u32..3000, 40u32..1500, 0u8..8, 0u8..4).prop_map(|(gap_us, size, flow, ecn)| Op::Arrive { gap_us, size, flow, ecn }),
         (0u32..3000).prop_map(|gap_us| Op::Depart { gap_us }),
     ]
 }
@@ -166,6 +168,7 @@ fn play(spec: &AqmSpec, limit: Limit, ops: &[Op], seed: u64) -> Result<Vec<(u64,
     let mut fate = Vec::new();
     let mut offered = BTreeSet::new();
     let mut next_id = 0u64;
+    let (mut arrived_by_ecn, mut left_by_ecn) = ([0u64; 4], [0u64; 4]);
     for op in ops {
         let gap = match op {
             Op::Arrive { gap_us, .. } | Op::Depart { gap_us } => Duration::from_micros(*gap_us as u64),
@@ -182,17 +185,21 @@ fn play(spec: &AqmSpec, limit: Limit, ops: &[Op], seed: u64) -> Result<Vec<(u64,
         now = target;
         let mut ctx = Ctx { now, rng: &mut rng, link_rate: Rate::from_mbps(10) };
         match *op {
-            Op::Arrive { size, flow, ect, .. } => {
-                let p = P { id: next_id, size, flow: flow as u64, ecn: if ect { Ecn::Ect0 } else { Ecn::NotEct } };
+            Op::Arrive { size, flow, ecn, .. } => {
+                let ecn = Ecn::ALL[ecn as usize];
+                let p = P { id: next_id, size, flow: flow as u64, ecn };
                 offered.insert(next_id);
+                arrived_by_ecn[ecn.index()] += 1;
                 next_id += 1;
                 let a = q.enqueue(p, &mut ctx, &mut drops);
                 if let Admit::Marked(_) = a {
-                    prop_assert!(ect, "only ECN-capable packets are marked");
+                    prop_assert!(ecn != Ecn::NotEct, "only ECN-capable (or CE) packets are marked, not Not-ECT");
                 }
             }
             Op::Depart { .. } => {
                 if let Some(d) = q.dequeue(&mut ctx, &mut drops) {
+                    prop_assert!(d.marked.is_none() || d.pkt.ecn == Ecn::Ce, "a packet marked on the way out leaves CE");
+                    left_by_ecn[d.pkt.ecn.index()] += 1;
                     fate.push((d.pkt.id, "dequeued"));
                 }
             }
@@ -217,10 +224,15 @@ fn play(spec: &AqmSpec, limit: Limit, ops: &[Op], seed: u64) -> Result<Vec<(u64,
             fate.push((x.pkt.id, x.cause.name()));
         }
         match d {
-            Some(d) => fate.push((d.pkt.id, "dequeued")),
+            Some(d) => {
+                left_by_ecn[d.pkt.ecn.index()] += 1;
+                fate.push((d.pkt.id, "dequeued"))
+            }
             None => break,
         }
     }
+    prop_assert_eq!(q.stats.ecn_arrived, arrived_by_ecn, "arrivals by codepoint");
+    prop_assert_eq!(q.stats.ecn_dequeued, left_by_ecn, "departures by codepoint");
     let out: BTreeSet<u64> = fate.iter().map(|f| f.0).collect();
     prop_assert_eq!(out.len(), fate.len(), "a packet came back twice");
     prop_assert_eq!(out, offered, "every packet comes back exactly once");
@@ -257,7 +269,7 @@ fn the_aggressive_variants_do_act_in_such_sequences() {
     // instead; the non-ECT half is dropped.
     let mut ops = Vec::new();
     for i in 0..2000u32 {
-        ops.push(Op::Arrive { gap_us: 300, size: 1500, flow: (i % 4) as u8, ect: i % 2 == 0 });
+        ops.push(Op::Arrive { gap_us: 300, size: 1500, flow: (i % 4) as u8, ecn: if i % 2 == 0 { 1 + (i / 2 % 2) as u8 } else { 0 } });
         if i % 2 == 0 {
             ops.push(Op::Depart { gap_us: 300 });
         }
@@ -267,4 +279,57 @@ fn the_aggressive_variants_do_act_in_such_sequences() {
         let own = fate.iter().filter(|f| f.1 == "random" || f.1 == "deterministic").count();
         assert!(own > 10, "{spec:?}: {own} drops by the AQM's own decision");
     }
+}
+
+/// Every parameter table named `ecn` (nested ones too: MADPIE's `pie`, RED+Tail's
+/// `ared`) switched on.
+fn with_ecn(v: &mut serde_json::Value) {
+    if let Some(o) = v.as_object_mut() {
+        for (k, x) in o.iter_mut() {
+            if k == "ecn" && x.is_boolean() {
+                *x = serde_json::Value::Bool(true);
+            } else {
+                with_ecn(x);
+            }
+        }
+    }
+}
+
+#[test]
+fn classic_aqms_treat_ect1_as_ect0() {
+    // RFC 8311 §4.1 (and RFC 9331 §5.4.1): an AQM that does not classify L4S traffic
+    // treats ECT(1) as ECN-capable, exactly as ECT(0). The same overloaded sequence
+    // with ECT(0) and with ECT(1) packets must get the same decision for every packet;
+    // DualPI2 alone classifies by codepoint.
+    let play_with = |spec: &AqmSpec, ecn: u8| {
+        let ops: Vec<Op> = (0..3000u32)
+            .flat_map(|i| {
+                let a = Op::Arrive { gap_us: 300, size: 1500, flow: (i % 4) as u8, ecn };
+                if i % 2 == 0 { vec![a, Op::Depart { gap_us: 300 }] } else { vec![a] }
+            })
+            .collect();
+        play(spec, Limit::packets(1000), &ops, 11).unwrap()
+    };
+    let mut marking = 0;
+    for k in AqmSpec::KINDS.iter().filter(|k| k.kind != "dualpi2") {
+        let mut v = serde_json::to_value(AqmSpec::default_for(k.kind).unwrap()).unwrap();
+        v.as_object_mut().unwrap().remove("kind");
+        with_ecn(&mut v);
+        let spec = AqmSpec::from_kind(k.kind, v).unwrap();
+        let (a, b) = (play_with(&spec, 1), play_with(&spec, 2));
+        assert_eq!(a, b, "{}: ECT(1) and ECT(0) packets decided alike", k.kind);
+        let mut q: Qdisc<P> = Qdisc::new(&spec, Limit::packets(1000));
+        let mut r = Xoshiro256PlusPlus::seed_from_u64(1);
+        let mut drops = Vec::new();
+        for i in 0..3000u64 {
+            let mut ctx = Ctx { now: Time::from_micros(300 * i), rng: &mut r, link_rate: Rate::from_mbps(10) };
+            q.enqueue(P { id: i, size: 1500, flow: i % 4, ecn: Ecn::Ect1 }, &mut ctx, &mut drops);
+            if i % 2 == 0 {
+                q.dequeue(&mut ctx, &mut drops);
+            }
+        }
+        marking += (q.stats.marked() > 0) as usize;
+    }
+    // not vacuous: the AQMs that can mark did mark ECT(1) packets
+    assert!(marking >= 8, "{marking} AQMs marked ECT(1) packets");
 }

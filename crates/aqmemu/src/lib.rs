@@ -794,6 +794,8 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
             marks: [0, 1, 2].map(|i| s.marks[i] - s0.marks[i]),
             bytes_enqueued: s.bytes_enqueued - s0.bytes_enqueued,
             bytes_dequeued: s.bytes_dequeued - s0.bytes_dequeued,
+            ecn_arrived: [0, 1, 2, 3].map(|i| s.ecn_arrived[i] - s0.ecn_arrived[i]),
+            ecn_dequeued: [0, 1, 2, 3].map(|i| s.ecn_dequeued[i] - s0.ecn_dequeued[i]),
         };
         out.arrived += p.qdisc.stats.arrivals;
         out.delivered += p.delivered;
@@ -808,6 +810,7 @@ pub fn run(cfg: &Config, fds: Fds) -> Result<Output, String> {
             limit_packets: p.cfg.limit.packets,
             limit_bytes: p.cfg.limit.bytes,
             stats,
+            counters: p.qdisc.counters(),
         });
     }
     // every packet read was forwarded, dropped with a cause, or is still inside

@@ -317,7 +317,7 @@ impl Network {
         if link.booked() >= 256 {
             link.settle(Time::from_nanos(now.as_nanos().saturating_sub(1))); // keeps the book short
         }
-        match link.book(at, p.size) {
+        match link.book(at, p.size, p.ecn) {
             Ok((start, end)) => {
                 rec.booked(l, p.flow, start, start.saturating_since(at));
                 Some(end + link.delay())
