@@ -237,6 +237,11 @@ pub trait AqmParams: Clone + std::fmt::Debug + PartialEq + Default + Serialize +
     fn check(&self) -> Result<(), String> {
         Ok(())
     }
+    /// Whether it can mark ECN-capable packets CE instead of dropping them, as set (a
+    /// scenario refuses an L4S sender on a path where nothing marks).
+    fn marks_ecn(&self) -> bool {
+        false
+    }
     /// Fill in what parsing leaves implied (Adaptive RED with sliding thresholds turns
     /// them on when the table does not give them).
     fn complete(&mut self) {}

@@ -91,6 +91,11 @@ macro_rules! registry {
                 match self { $( AqmSpec::$variant(p) => p.check(), )* }
             }
 
+            /// Whether it marks ECN-capable packets CE (rather than only dropping).
+            pub fn marks_ecn(&self) -> bool {
+                match self { $( AqmSpec::$variant(p) => p.marks_ecn(), )* }
+            }
+
             pub fn build<P: QPacket>(&self, limit: Limit) -> AnyAqm<P> {
                 match self { $( AqmSpec::$variant(p) => AnyAqm::$variant(p.build(limit)), )* }
             }

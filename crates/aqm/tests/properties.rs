@@ -310,6 +310,23 @@ fn classic_aqms_treat_ect1_as_ect0() {
             .collect();
         play(spec, Limit::packets(1000), &ops, 11).unwrap()
     };
+    let overloaded_marks = |spec: &AqmSpec| {
+        let mut q: Qdisc<P> = Qdisc::new(spec, Limit::packets(1000));
+        let mut r = Xoshiro256PlusPlus::seed_from_u64(1);
+        let mut drops = Vec::new();
+        for i in 0..3000u64 {
+            let now = Time::from_micros(300 * i);
+            while let Some(t) = q.next_timer().filter(|&t| t <= now) {
+                q.on_timer(&mut Ctx { now: t, rng: &mut r, link_rate: Rate::from_mbps(10) });
+            }
+            let mut ctx = Ctx { now, rng: &mut r, link_rate: Rate::from_mbps(10) };
+            q.enqueue(P { id: i, size: 1500, flow: i % 4, ecn: Ecn::Ect1 }, &mut ctx, &mut drops);
+            if i % 2 == 0 {
+                q.dequeue(&mut ctx, &mut drops);
+            }
+        }
+        q.stats.marked()
+    };
     let mut marking = 0;
     for k in AqmSpec::KINDS.iter().filter(|k| k.kind != "dualpi2") {
         let mut v = serde_json::to_value(AqmSpec::default_for(k.kind).unwrap()).unwrap();
@@ -318,18 +335,19 @@ fn classic_aqms_treat_ect1_as_ect0() {
         let spec = AqmSpec::from_kind(k.kind, v).unwrap();
         let (a, b) = (play_with(&spec, 1), play_with(&spec, 2));
         assert_eq!(a, b, "{}: ECT(1) and ECT(0) packets decided alike", k.kind);
-        let mut q: Qdisc<P> = Qdisc::new(&spec, Limit::packets(1000));
-        let mut r = Xoshiro256PlusPlus::seed_from_u64(1);
-        let mut drops = Vec::new();
-        for i in 0..3000u64 {
-            let mut ctx = Ctx { now: Time::from_micros(300 * i), rng: &mut r, link_rate: Rate::from_mbps(10) };
-            q.enqueue(P { id: i, size: 1500, flow: i % 4, ecn: Ecn::Ect1 }, &mut ctx, &mut drops);
-            if i % 2 == 0 {
-                q.dequeue(&mut ctx, &mut drops);
+        // marks_ecn() (which a scenario checks for L4S senders): an AQM that says it
+        // cannot mark never marks, with ECN on or with its defaults
+        let default = AqmSpec::default_for(k.kind).unwrap();
+        for s in [&spec, &default] {
+            let marked = overloaded_marks(s);
+            assert!(s.marks_ecn() || marked == 0, "{}: {marked} marks, marks_ecn() = false", k.kind);
+            if s == &spec && marked > 0 {
+                marking += 1;
             }
         }
-        marking += (q.stats.marked() > 0) as usize;
     }
-    // not vacuous: the AQMs that can mark did mark ECT(1) packets
-    assert!(marking >= 8, "{marking} AQMs marked ECT(1) packets");
+    // not vacuous: most AQMs that can mark did mark ECT(1) packets in this overload
+    // (FQ-PIE's per-flow probability passes its 10 % ECN threshold before its
+    // derandomized coin first falls)
+    assert!(marking >= 9, "{marking} AQMs marked ECT(1) packets");
 }

@@ -8,17 +8,30 @@
 //! The window is counted in segments, as in Linux and RFC 9438, and kept as `f64`
 //! so that per-ACK increments of a fraction of a segment accumulate exactly as the
 //! RFC formulas say. The sender may transmit while `pipe < floor(cwnd)`.
+//!
+//! ECN: every [`AckSample`] carries the ACK's congestion feedback as Linux counts it
+//! (`delivered_ce`: the segments it reports CE-marked, from the ECE flag under RFC 3168
+//! feedback or from the ACE counter under AccECN). A controller can answer an ECN
+//! echo differently from a loss ([`CongestionControl::on_ecn`], DCTCP), see every ACK
+//! before the sender's state machine ([`CongestionControl::in_ack_event`]), follow the
+//! congestion state ([`CongestionControl::set_state`]) and, like Prague, set cwnd
+//! itself on every ACK ([`CongestionControl::controls_cwnd`]).
 
 pub mod bbr;
 pub mod cubic;
+pub mod dctcp;
 pub mod newreno;
+pub mod prague;
 pub mod reno;
 
-use aqm::{Duration, Time};
+use aqm::{Duration, Ecn, Time};
 use serde::de::{DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 
+pub use super::sender::CaState;
 pub use cubic::{Cubic, CubicParams};
+pub use dctcp::{Dctcp, DctcpParams};
+pub use prague::{Prague, PragueParams};
 pub use newreno::{NewReno, NewRenoParams};
 pub use reno::{Reno, RenoParams};
 
@@ -77,6 +90,27 @@ pub struct AckSample {
     /// Highest cumulatively acked segment and next new segment, for round tracking.
     pub snd_una: u64,
     pub snd_nxt: u64,
+    /// Segments this ACK reports delivered CE-marked (Linux's `delivered_ce` delta:
+    /// all of `acked` when an RFC 3168 ACK carries ECE, the ACE counter's increase
+    /// under AccECN, RFC 9768 §3.2.2.5).
+    pub ce: u32,
+    /// The ACK signals congestion by ECN (ECE set, or the ACE counter grew).
+    pub ece: bool,
+    /// Smoothed RTT (RFC 6298 SRTT, Linux `srtt_us`), none before the first sample.
+    pub srtt: Option<Duration>,
+    /// Bytes on the wire per full segment (payload and headers: Linux's MTU for a
+    /// segment, `tcp_mss_to_mtu`).
+    pub packet_size: u32,
+    /// Segments in flight after the ACK (RFC 6675 pipe, `tcp_packets_in_flight`).
+    pub in_flight: u64,
+}
+
+impl AckSample {
+    /// A sample at `now` that reports nothing: no delivery, no RTT, no ECN (tests
+    /// start from it).
+    pub fn at(now: Time) -> AckSample {
+        AckSample { now, acked: 0, rtt: None, min_rtt: None, cwnd_limited: true, snd_una: 0, snd_nxt: 0, ce: 0, ece: false, srtt: None, packet_size: 1500, in_flight: 0 }
+    }
 }
 
 pub trait CongestionControl {
@@ -95,6 +129,28 @@ pub trait CongestionControl {
     fn rfc5681_recovery(&self) -> bool {
         false
     }
+    /// Every ACK, in any state, once its deliveries and ECN feedback are counted and
+    /// before the sender's state machine runs (Linux's `in_ack_event`): DCTCP
+    /// updates its estimate of the marked fraction here.
+    fn in_ack_event(&mut self, _w: &Window, _s: &AckSample) {}
+    /// An ECN echo starts a window reduction (the CWR state, RFC 3168 §6.1.2): return
+    /// the new ssthresh. By default as for a loss.
+    fn on_ecn(&mut self, w: &Window, now: Time) -> f64 {
+        self.on_congestion(w, now)
+    }
+    /// The congestion state changes to `to` (Linux's `set_state`, called before the
+    /// state takes effect and before the sender touches cwnd; a timeout's `Loss`
+    /// comes with `on_timeout`, Linux's `CA_EVENT_LOSS`).
+    fn set_state(&mut self, _w: &mut Window, _to: CaState, _now: Time) {}
+    /// This controller sets cwnd itself on every ACK ([`CongestionControl::cong_control`],
+    /// Linux: the `cong_control` hook is set): the sender leaves out proportional rate
+    /// reduction, the return to ssthresh at the end of a reduction and `on_ack`.
+    fn controls_cwnd(&self) -> bool {
+        false
+    }
+    /// Set cwnd from this ACK (every ACK, every state) when
+    /// [`CongestionControl::controls_cwnd`]; called after the state machine.
+    fn cong_control(&mut self, _w: &mut Window, _s: &AckSample) {}
 }
 
 /// What the registry needs from a congestion control's file, implemented on its
@@ -111,6 +167,14 @@ pub trait CcParams: Clone + std::fmt::Debug + PartialEq + Default + Serialize + 
     const LINUX: Option<&'static str>;
     /// Whether the simulator models it (if not, only `aqmlab emulate` runs it).
     const SIMULATED: bool = true;
+    /// It needs ECN whatever `tcp.ecn` says (Linux `TCP_CONG_NEEDS_ECN`: DCTCP, Prague).
+    const NEEDS_ECN: bool = false;
+    /// It needs AccECN feedback whatever `tcp.accecn` says (Linux
+    /// `TCP_CONG_NEEDS_ACCECN`: Prague).
+    const NEEDS_ACCECN: bool = false;
+    /// A scalable controller that sends ECT(1), the L4S identifier (RFC 9331 §4.1;
+    /// Linux `TCP_CONG_WANTS_ECT_1`), instead of ECT(0) (RFC 3168).
+    const L4S: bool = false;
     type Algo: CongestionControl + Clone + std::fmt::Debug;
     /// Checks that cannot be expressed in types; the message starts with the field name.
     fn check(&self) -> Result<(), String> {
@@ -127,6 +191,8 @@ pub struct CcInfo {
     pub params: &'static [(&'static str, &'static str)],
     pub linux: Option<&'static str>,
     pub simulated: bool,
+    pub needs_ecn: bool,
+    pub needs_accecn: bool,
 }
 
 macro_rules! registry {
@@ -155,6 +221,8 @@ macro_rules! registry {
                     params: <$params as CcParams>::DOC,
                     linux: <$params as CcParams>::LINUX,
                     simulated: <$params as CcParams>::SIMULATED,
+                    needs_ecn: <$params as CcParams>::NEEDS_ECN,
+                    needs_accecn: <$params as CcParams>::NEEDS_ACCECN,
                 }, )*
             ];
 
@@ -201,6 +269,21 @@ macro_rules! registry {
             pub fn simulated(&self) -> bool {
                 match self { $( CcSpec::$variant(_) => <$params as CcParams>::SIMULATED, )* }
             }
+
+            /// It needs ECN (and which feedback) whatever the TCP settings say.
+            pub fn needs_ecn(&self) -> bool {
+                match self { $( CcSpec::$variant(_) => <$params as CcParams>::NEEDS_ECN, )* }
+            }
+            pub fn needs_accecn(&self) -> bool {
+                match self { $( CcSpec::$variant(_) => <$params as CcParams>::NEEDS_ACCECN, )* }
+            }
+
+            /// The ECN codepoint its packets carry when ECN is on: ECT(1) for an L4S
+            /// controller (RFC 9331 §4.1), ECT(0) otherwise (RFC 3168).
+            pub fn ect(&self) -> Ecn {
+                let l4s = match self { $( CcSpec::$variant(_) => <$params as CcParams>::L4S, )* };
+                if l4s { Ecn::Ect1 } else { Ecn::Ect0 }
+            }
         }
 
         impl CongestionControl for AnyCc {
@@ -221,6 +304,24 @@ macro_rules! registry {
             fn rfc5681_recovery(&self) -> bool {
                 match self { $( AnyCc::$variant(c) => c.rfc5681_recovery(), )* }
             }
+            #[inline]
+            fn in_ack_event(&mut self, w: &Window, s: &AckSample) {
+                match self { $( AnyCc::$variant(c) => c.in_ack_event(w, s), )* }
+            }
+            fn on_ecn(&mut self, w: &Window, now: Time) -> f64 {
+                match self { $( AnyCc::$variant(c) => c.on_ecn(w, now), )* }
+            }
+            fn set_state(&mut self, w: &mut Window, to: CaState, now: Time) {
+                match self { $( AnyCc::$variant(c) => c.set_state(w, to, now), )* }
+            }
+            #[inline]
+            fn controls_cwnd(&self) -> bool {
+                match self { $( AnyCc::$variant(c) => c.controls_cwnd(), )* }
+            }
+            #[inline]
+            fn cong_control(&mut self, w: &mut Window, s: &AckSample) {
+                match self { $( AnyCc::$variant(c) => c.cong_control(w, s), )* }
+            }
         }
     };
 }
@@ -231,6 +332,8 @@ registry! {
     "newreno" => NewReno(newreno::NewRenoParams),
     "reno" => Reno(reno::RenoParams),
     "bbr" => Bbr(bbr::BbrParams),
+    "dctcp" => Dctcp(dctcp::DctcpParams),
+    "prague" => Prague(prague::PragueParams),
 }
 
 impl Default for CcSpec {
