@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,15 +36,39 @@ def _can_emulate() -> bool:
 needs_emulation = pytest.mark.skipif(not _can_emulate(), reason="needs root, network namespaces and /dev/net/tun")
 pytestmark = pytest.mark.emulation
 
+
+def _left() -> set[str]:
+    """What runs that are over left on the machine (any run's, see netns.leftovers)."""
+    if not _can_emulate():
+        return set()
+    return {str(x) for v in leftovers().values() for x in v}
+
+
+@pytest.fixture(autouse=True)
+def leaves_nothing_behind():
+    """Every test here cleans up after itself: once it is over, no namespace, device,
+    process or work folder of a run that is over is left that was not there before
+    (other emulations on the machine may come and go)."""
+    before = _left()
+    yield
+    deadline = time.monotonic() + 10  # a guard may still be finishing
+    new = _left() - before
+    while new and time.monotonic() < deadline:
+        time.sleep(0.1)
+        new = _left() - before
+    assert not new, f"left behind: {sorted(new)}"
+
+
 # 20 Mbps, one-way propagation 8 ms + 2 x 1 ms access = 10 ms, 100-packet buffer
 SMALL = ["duration=3s", "bottleneck.rate=20Mbps", "bottleneck.delay=8ms", "bottleneck.buffer=100pkts", "record.interval=100ms"]
 RATE = 20_000_000
 
 
 def _nothing_left(run_ids: set[str]) -> list[str]:
-    """Names, devices or processes of these runs still present."""
-    left = leftovers()
-    found = [n for n in left["namespaces"] + left["devices"] if any(r in n for r in run_ids)]
+    """Names, devices, processes or work folders of these runs still present (alive
+    or not: a run that is over leaves nothing)."""
+    found = [n for n in netns.namespaces() + netns.devices() if any(n in (f"{netns.PREFIX}{r}-snd", f"{netns.PREFIX}{r}-rcv", f"aqe{r}s", f"aqe{r}r") for r in run_ids)]
+    found += [str(p) for p in Path(tempfile.gettempdir()).glob("aqmlab-emulate-*") if any(p.name.startswith(f"aqmlab-emulate-{r}-") for r in run_ids)]
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
@@ -206,24 +233,35 @@ def test_ctrl_c_or_sigterm_mid_run_leaves_nothing_behind(tmp_path, sig):
     p, run_id = _start_cli_run(tmp_path)
     p.send_signal(sig)
     _, err = p.communicate(timeout=20)
-    assert p.returncode == 130, err
+    assert p.returncode == 128 + sig, err  # 130 for SIGINT, 143 for SIGTERM
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"aqmlab: interrupted ({signal.Signals(sig).name})"), err
     assert _nothing_left({run_id}) == []
     assert not (tmp_path / "run").exists()
 
 
 @needs_emulation
 def test_cleanup_removes_leftovers_of_a_killed_run(cli):
+    # what a run whose owner and guard were both killed leaves: a namespace with a
+    # process in it, a process outside naming the work folder, and the work folder
+    assert cli("emulate", "--cleanup")[0] == 0  # (what earlier runs on the machine left)
     ns = f"{netns.PREFIX}ffffff-snd"
+    work = Path(tempfile.mkdtemp(prefix="aqmlab-emulate-ffffff-1.1-"))
     subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
-        subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "60"], start_new_session=True)
-        time.sleep(0.2)
+        inside = subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "60"], start_new_session=True)
+        outside = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(work / "plan.json")], start_new_session=True)
+        time.sleep(0.3)
         code, out, err = cli("emulate", "--cleanup")
         assert code == 0, err
-        assert out.startswith("removed ")
-        assert _nothing_left({"ffffff"}) == []
+        assert out.strip() == "removed 1 namespace, 0 devices, 2 processes, 1 folder", out
+        assert inside.wait(5) == -signal.SIGKILL and outside.wait(5) == -signal.SIGKILL
+        assert _nothing_left({"ffffff"}) == [] and not work.exists()
+        code, out, err = cli("emulate", "--cleanup")
+        assert out.strip() == "nothing to clean up"
     finally:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def test_without_root_one_line_error_and_nothing_created(monkeypatch, tmp_path, capsys):
@@ -261,17 +299,37 @@ def test_two_runs_coexist_and_cleanup_leaves_runs_in_progress_alone(cli, tmp_pat
 
 
 @needs_emulation
-def test_after_the_parent_is_killed_cleanup_removes_what_it_left(cli, tmp_path):
+def test_a_parent_killed_outright_leaves_nothing_behind(cli, tmp_path):
     p, run_id = _start_cli_run(tmp_path)
     p.kill()  # SIGKILL: no finally runs in aqmlab emulate
-    p.wait(timeout=10)  # (its pipes stay open while the orphaned traffic programs live)
-    # the bottleneck sees its control pipe close and exits, taking its TUN devices
+    p.communicate(timeout=10)  # its pipes close: the traffic programs died with it
+    # the bottleneck and the traffic programs die with their parent (PR_SET_PDEATHSIG);
+    # the guard removes the namespaces and the work folder
     deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _nothing_left({run_id}):
+        time.sleep(0.05)
+    assert _nothing_left({run_id}) == []
+    code, out, err = cli("emulate", "--cleanup")
+    assert code == 0 and out.strip() == "nothing to clean up", out + err
+
+
+@needs_emulation
+def test_after_the_parent_and_its_guard_are_killed_cleanup_removes_what_they_left(cli, tmp_path):
+    p, run_id = _start_cli_run(tmp_path)
+    guards = [pid for pid, cmd in netns._processes().items() if "_guard.py" in cmd and f"aqmlab-emulate-{run_id}-" in cmd]
+    assert len(guards) == 1
+    for pid in (guards[0], p.pid):  # kill -9 of everything at once
+        os.kill(pid, signal.SIGKILL)
+    p.communicate(timeout=10)
+    deadline = time.monotonic() + 5
     while time.monotonic() < deadline and netns.bottleneck_pids(run_id):
         time.sleep(0.05)
-    assert netns.bottleneck_pids(run_id) == []
+    left = netns.leftovers()
+    mine = {k: [x for x in v if run_id in str(x) or (k == "processes" and run_id in netns._cmdline(x))] for k, v in left.items()}
+    assert len(mine["namespaces"]) == 2 and len(mine["folders"]) == 1, mine
     code, out, err = cli("emulate", "--cleanup")
     assert code == 0, err
+    assert "removed 2 namespaces" in out and "1 folder" in out, out
     assert _nothing_left({run_id}) == []
 
 

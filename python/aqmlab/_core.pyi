@@ -46,3 +46,6 @@ def emulate_bottleneck(
 def emulation_plan(
     text: str, format: str = "toml", overrides: list[str] = ..., seed: Optional[int] = None, base_dir: Optional[str] = None
 ) -> str: ...
+def memory_estimate(
+    text: str, format: str = "toml", overrides: list[str] = ..., seed: Optional[int] = None, base_dir: Optional[str] = None
+) -> str: ...

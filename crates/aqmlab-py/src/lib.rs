@@ -263,10 +263,20 @@ fn traffic_catalog() -> String {
     serde_json::json!({"kinds": aqmsim::scenario::TrafficSpec::KINDS, "tcp": tcp, "palermo": palermo, "palermo_doc": palermo_doc}).to_string()
 }
 
+/// The memory a run of the scenario will take (`aqmsim::budget::estimate`), as JSON:
+/// `{core_bytes, process_bytes, packets, parts: [{name, count, bytes, knob}]}`, the
+/// parts largest first. Computed from the scenario alone, in microseconds.
+#[pyfunction]
+#[pyo3(signature = (text, format = "toml", overrides = Vec::new(), seed = None, base_dir = None))]
+fn memory_estimate(text: &str, format: &str, overrides: Vec<String>, seed: Option<u64>, base_dir: Option<String>) -> PyResult<String> {
+    let sc = parse(text, format, &overrides, seed, base_dir.as_deref())?;
+    Ok(serde_json::to_string(&aqmsim::budget::estimate(&sc)).expect("the estimate serializes"))
+}
+
 #[pymodule]
 mod _core {
     #[pymodule_export]
-    use super::{aqm_catalog, builtin_scenarios, cc_catalog, schema, emulate_bottleneck, emulation_plan, resolve_scenario, run, traffic_catalog, ScenarioError, SimulationError};
+    use super::{aqm_catalog, builtin_scenarios, cc_catalog, schema, emulate_bottleneck, emulation_plan, memory_estimate, resolve_scenario, run, traffic_catalog, ScenarioError, SimulationError};
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {

@@ -14,6 +14,11 @@ notices, stops the traffic, removes the namespaces and reports the error. The
 traffic programs (`aqmlab.emulate._traffic`) run in the namespaces on the kernel's
 TCP (congestion control set per socket, ECN through the namespaces' sysctl).
 
+Nothing outlives a run: the bottleneck and the traffic programs die with this
+process (PR_SET_PDEATHSIG), whatever ends it; every exit path that runs Python code
+(the end, an error, Ctrl-C, SIGTERM) removes the namespaces and the work folder; and
+a guard process (`_guard.py`) does the same when this process is killed outright.
+
 The run folder has the files of a simulated run, built from the bottleneck's records
 and the traffic programs' samples, so `summary.json` has the same keys.
 """
@@ -141,14 +146,6 @@ def read_trace(path: str | os.PathLike[str]) -> list[int]:
     return out
 
 
-class _Term(Exception):
-    pass
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise _Term()
-
-
 def _readline(p: subprocess.Popen[bytes], timeout: float) -> str:
     """A line from a child's stdout, or '' if it exited or timed out."""
     assert p.stdout is not None
@@ -156,10 +153,40 @@ def _readline(p: subprocess.Popen[bytes], timeout: float) -> str:
     return p.stdout.readline().decode().strip() if r else ""
 
 
+PARENT_ENV = "AQMLAB_EMULATE_PARENT"
+
+
 def _spawn(args: list[str], ns: str | None = None, **kw: Any) -> subprocess.Popen[bytes]:
     cmd = (["ip", "netns", "exec", ns] if ns else []) + [sys.executable, *args]
-    # a session of their own: Ctrl-C reaches this process only, and we stop them
-    return subprocess.Popen(cmd, start_new_session=True, **kw)
+    # a session of their own: Ctrl-C reaches this process only, and we stop them; they
+    # die with this process (`ip netns exec` runs them in place, so we are the parent)
+    env = {**os.environ, PARENT_ENV: str(os.getpid())}
+    return subprocess.Popen(cmd, start_new_session=True, env=env, **kw)
+
+
+def _start_guard(work: Path, run_id: str) -> subprocess.Popen[bytes]:
+    from .. import interrupts
+
+    g = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("_guard.py")), str(work), run_id],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    interrupts.spare(g.pid)  # a forced exit must leave it to clean up
+    return g
+
+
+def _release_guard(g: subprocess.Popen[bytes] | None) -> None:
+    """The run is cleaned up: tell the guard so, and let it go."""
+    if g is None:
+        return
+    try:
+        assert g.stdin is not None
+        g.stdin.write(b"done\n")
+        g.stdin.close()
+        g.wait(5)
+    except (OSError, subprocess.TimeoutExpired):
+        g.kill()
+        g.wait()
 
 
 def _stop(p: subprocess.Popen[bytes] | None) -> None:
@@ -202,16 +229,31 @@ def emulate(
         sc["flows"] = []
     check_kernel_cc(flows)
     tcp_groups = [g for g in sc["flows"] if g["kind"] != "cbr"]
+    if len({bool(g["tcp"]["slow_start_after_idle"]) for g in tcp_groups}) > 1:
+        raise EmulationError("flows: tcp.slow_start_after_idle differs between groups; the emulated senders share one kernel setting (net.ipv4.tcp_slow_start_after_idle)")
+    names = Names(run_id or secrets.token_hex(3))
+    from .. import interrupts
+
+    with interrupts.sigterm_raises():
+        work = Path(tempfile.mkdtemp(prefix=netns.work_prefix(names.run_id)))
+        guard = None
+        try:
+            guard = _start_guard(work, names.run_id)
+            return _run(names, work, src, overrides, seed, sc, flows, groups, trace_ms, progress)
+        finally:
+            with interrupts.deferred():  # a first signal does not cut the cleanup short
+                netns.remove_run(names, work)
+                _release_guard(guard)
+
+
+def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc: dict[str, Any], flows: list[dict[str, Any]],
+         groups: list[dict[str, Any]], trace_ms: list[int] | None, progress: Any) -> RunResult:
+    tcp_groups = [g for g in sc["flows"] if g["kind"] != "cbr"]
     ecn = any(g["tcp"]["ecn"] for g in tcp_groups)
     ssai = {bool(g["tcp"]["slow_start_after_idle"]) for g in tcp_groups}
-    if len(ssai) > 1:
-        raise EmulationError("flows: tcp.slow_start_after_idle differs between groups; the emulated senders share one kernel setting (net.ipv4.tcp_slow_start_after_idle)")
     duration_ns = _duration_ns(sc["duration"])
     interval_ns = _duration_ns(sc["record"]["interval"])
-    names = Names(run_id or secrets.token_hex(3))
-    work = Path(tempfile.mkdtemp(prefix=f"aqmlab-emulate-{names.run_id}-"))
     procs: dict[str, subprocess.Popen[bytes] | None] = {"bottleneck": None, "recv": None, "send": None}
-    old_term = signal.signal(signal.SIGTERM, _on_sigterm) if _is_main_thread() else None
     wall0 = time.perf_counter()
     try:
         spec = {
@@ -235,7 +277,6 @@ def emulate(
         b = procs["bottleneck"] = _spawn(["-m", "aqmlab.emulate._bottleneck", str(work / "bottleneck.json"), str(npz)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         if _readline(b, 10.0) != "ready":
             raise EmulationError(f"the bottleneck process did not start (exit code {b.poll()})")
-        # the namespaces exist only while the bottleneck process does (see netns.leftovers)
         netns.build(names, ecn, slow_start_after_idle=ssai != {False})
         try:
             netns.attach(names)
@@ -327,18 +368,6 @@ def emulate(
     finally:
         for k in ("send", "recv", "bottleneck"):
             _stop(procs[k])
-        netns.remove_run(names)
-        if old_term is not None:
-            signal.signal(signal.SIGTERM, old_term)
-        for f in work.iterdir():
-            f.unlink()
-        work.rmdir()
-
-
-def _is_main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str, Any]:
@@ -497,22 +526,28 @@ def cli_run(a: Any, headline_table: Any, err: Any, console: Any, progress_runner
         out = sim.with_name(sim.name.replace(f"-seed{resolved['seed']}", f"-seed{resolved['seed']}-emulated", 1))
     try:
         results.check_out_dir(out)
+        from .. import inputs
+
+        inputs.writable_dir(out)
         netns.preflight()
-    except FileExistsError as e:
+    except (FileExistsError, _core.ScenarioError) as e:
         return err(str(e))
     except EmulationError as e:
         return err(str(e), 1)
     con = console(a.quiet)
     show_bar = sys.stderr.isatty() and not a.quiet
+    from .. import interrupts
+
+    interrupts.note(f"namespaces, processes and temporary files removed; nothing written to {out}")
     try:
         with progress_runner(f"{resolved['name']} (emulated)", show_bar) as cb:
             r = emulate(a.scenario, a.set, a.seed, progress=cb, trace=a.trace)
         r.write(out, report=not a.no_report)
     except EmulationError as e:
         return err(str(e), 1)
-    except (KeyboardInterrupt, _Term):
-        print("aqmlab: interrupted; namespaces and processes removed, nothing written", file=sys.stderr)
-        return 130
+    except _core.SimulationError as e:
+        return err(str(e), 1)
+    interrupts.note(None)
     s = r.summary
     con.print(headline_table(s, f"{resolved['name']} (seed {s['seed']}, emulated: Linux {os.uname().release})"))
     con.print(f"wrote {out}/ (summary.json, packets/flows/timeseries.parquet{', report.html' if not a.no_report else ''})")

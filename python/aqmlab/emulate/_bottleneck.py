@@ -29,10 +29,21 @@ def open_tun(name: str) -> int:
     return fd
 
 
+def _die_with_parent() -> None:
+    """Die with the emulation that started us, however it ends (even SIGKILL)."""
+    import os
+
+    from aqmlab.interrupts import die_with_parent
+
+    parent = os.environ.get("AQMLAB_EMULATE_PARENT")
+    die_with_parent(int(parent) if parent and parent.isdigit() else None)
+
+
 def main(argv: list[str]) -> int:
     from aqmlab import _core
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _die_with_parent()
     spec_path, out = argv
     with open(spec_path) as fh:
         spec = json.load(fh)

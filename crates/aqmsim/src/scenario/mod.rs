@@ -36,9 +36,26 @@ pub struct ScenarioError {
 }
 
 impl fmt::Display for ScenarioError {
+    /// One line: control characters that came from the input (a key or value with a
+    /// carriage return, a NUL) are written escaped, `\r`, `\u{0}`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() { write!(f, "{}", self.message) } else { write!(f, "{}: {}", self.path, self.message) }
+        if !self.path.is_empty() {
+            write_escaped(f, &self.path)?;
+            f.write_str(": ")?;
+        }
+        write_escaped(f, &self.message)
     }
+}
+
+fn write_escaped(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
+    for c in s.chars() {
+        if c.is_control() {
+            write!(f, "{}", c.escape_default())?;
+        } else {
+            fmt::Write::write_char(f, c)?;
+        }
+    }
+    Ok(())
 }
 impl std::error::Error for ScenarioError {}
 
@@ -647,6 +664,9 @@ impl Scenario {
                 return Err(err(format!("metrics.{name}"), format!("{d} must be a positive multiple of record.interval ({})", self.record.interval)));
             }
         }
+        if self.metrics.warmup >= self.duration {
+            return Err(err("metrics.warmup", format!("{} is not before the end of the run ({}): no sample would be left for the headline figures", self.metrics.warmup, self.duration)));
+        }
         Ok(())
     }
 
@@ -986,6 +1006,32 @@ mod tests {
         assert!(e.contains("colour"), "{e}");
         let e = error(&["flows.0.kind=\"carrier_pigeon\""]);
         assert!(e.starts_with("flows[0].kind:"), "{e}");
+        // a warm-up that leaves nothing of the run (it gave null headline figures)
+        let e = error(&["metrics.warmup=\"10s\""]);
+        assert!(e.starts_with("metrics.warmup: 10s is not before the end of the run (10s)"), "{e}");
+        assert!(parse(&["metrics.warmup=\"9.9s\""]).is_ok());
+    }
+
+    #[test]
+    fn errors_are_one_line_whatever_the_input_holds() {
+        // found by fuzzing: a key with a carriage return or a NUL came back verbatim
+        let e = Scenario::from_toml("\"a\\rb\\u0000\" = 1\n", &[]).unwrap_err().to_string();
+        assert!(!e.chars().any(char::is_control) && e.contains("a\\rb\\u{0}"), "{e}");
+        let e = parse(&["flows.0\r.count=3"]).unwrap_err().to_string();
+        assert!(!e.chars().any(char::is_control), "{e}");
+    }
+
+    #[test]
+    fn times_rates_and_sizes_beyond_any_run_are_refused() {
+        // found by fuzzing: a delay of 2^64-1 ns was accepted, and adding a path's
+        // delays overflowed the clock (a panic)
+        let e = error(&["flows.0.path.sender_delay=\"18446744073709551615ns\""]);
+        assert!(e.starts_with("flows[0].path.sender_delay: invalid duration \"18446744073709551615ns\": at most 10000000s"), "{e}");
+        let e = error(&["bottleneck.rate=\"18446744073709551615bps\""]);
+        assert!(e.starts_with("bottleneck.rate: invalid rate") && e.contains("at most 10Tbps"), "{e}");
+        let e = error(&["flows.0.kind=\"transfer\"", "flows.0.size=\"18446744073709551615B\""]);
+        assert!(e.starts_with("flows[0].size: invalid size") && e.contains("at most"), "{e}");
+        assert!(parse(&["duration=\"10000000s\"", "bottleneck.delay=\"10000000s\""]).is_ok());
     }
 
     #[test]

@@ -144,6 +144,11 @@ impl TcpConfig {
         if self.rto_min.is_zero() || self.rto_min > self.rto_max {
             return Err(format!("rto_min: must be positive and at most rto_max ({}), got {}", self.rto_max, self.rto_min));
         }
+        // a zero initial timeout fires again and again at the same instant: the run
+        // never advances (found by fuzzing)
+        if self.rto_initial.is_zero() || self.rto_initial > self.rto_max {
+            return Err(format!("rto_initial: must be positive and at most rto_max ({}), got {}", self.rto_max, self.rto_initial));
+        }
         if let Some(w) = self.receive_window {
             if w.0 < self.mss.0 {
                 return Err(format!("receive_window: must hold at least one segment ({}), got {w}", self.mss));
