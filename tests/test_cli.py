@@ -259,6 +259,12 @@ def test_list_filters_by_topic_and_name(cli):
     assert code == 2 and "nope" in err and len(err.strip().splitlines()) == 1
     code, out, _ = cli("list", "tcp")
     assert code == 0 and "cubic" in out
+    # the congestion controls' titles and sources come from their files (tcp/cc/*.rs)
+    code, out, _ = cli("list", "tcp", "bbr")
+    assert code == 0 and "BBR" in out and "Cardwell" in out and "(none)" in out
+    code, out, _ = cli("list", "tcp", "bbr", "--json")
+    (bbr,) = json.loads(out)["congestion_controls"]
+    assert bbr["kind"] == "bbr" and bbr["simulated"] and bbr["linux"] == "bbr" and bbr["params"] == []
 
 
 def test_plot_writes_pdf_svg_and_png_in_paper_and_slides_styles(cli, tmp_path):

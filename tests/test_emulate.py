@@ -264,6 +264,19 @@ def test_cleanup_removes_leftovers_of_a_killed_run(cli):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def test_a_child_that_died_before_its_command_is_named_not_a_broken_pipe():
+    # killed before the start command reached it (the parent still starting the
+    # traffic programs), the bottleneck's stdin is a broken pipe: the run must fail
+    # with the usual error (the CLI takes a bare BrokenPipeError for a closed output
+    # and exits 0, silently, as it once did here)
+    from aqmlab.emulate import EmulationError, _tell
+
+    p = subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"], stdin=subprocess.PIPE)
+    p.wait(10)
+    with pytest.raises(EmulationError, match=r"^the bottleneck process died \(exit code -9\); the run is lost$"):
+        _tell({"bottleneck": p, "recv": None}, p, "start 1 2\n")
+
+
 def test_without_root_one_line_error_and_nothing_created(monkeypatch, tmp_path, capsys):
     from aqmlab import cli
 
@@ -335,8 +348,9 @@ def test_after_the_parent_and_its_guard_are_killed_cleanup_removes_what_they_lef
 
 @needs_emulation
 def test_mahimahi_trace_sets_the_capacity_of_each_interval(tmp_path):
-    # period 100 ms: one 1504 B opportunity per ms for 50 ms, then two per ms
-    # (12.032 Mbps, then 24.064 Mbps); UDP above the peak keeps the queue full
+    # period 100 ms: one 1500 B opportunity per ms for 50 ms, then two per ms
+    # (12 Mbps, then 24 Mbps; the simulator's link and its 1500 B opportunities);
+    # UDP above the peak keeps the queue full
     trace = tmp_path / "step.trace"
     trace.write_text("".join(f"{ms}\n" * (1 if ms <= 50 else 2) for ms in range(1, 101)))
     r = emulate(
@@ -348,15 +362,20 @@ def test_mahimahi_trace_sets_the_capacity_of_each_interval(tmp_path):
     )
     ls = r.raw["link_series"]
     sel = (ls["link"] == 0) & (ls["time_ns"] > 500_000_000)
-    t, sent = ls["time_ns"][sel], ls["tx_bytes"][sel].astype(float)
-    low = (t % 100_000_000) == 50_000_000  # intervals (k*100, k*100 + 50] ms
+    t, sent, offered = ls["time_ns"][sel], ls["tx_bytes"][sel].astype(float), ls["opportunities"][sel]
+    low = (t % 100_000_000) == 50_000_000  # the rows at k*100 + 50 ms
     assert low.sum() >= 20 and (~low).sum() >= 20
+    # a row holds what happened from the previous sample up to just before its own
+    # time, as in the simulator: [k*100, k*100 + 50) ms has the two opportunities at
+    # k*100 ms (the period's last line, twice) and one at each of 1..49 ms: 51; the
+    # next row one at 50 ms and two at each of 51..99 ms: 99
+    assert (offered[low] == 51).all() and (offered[~low] == 99).all(), offered
     # each interval carries what its opportunities offer, within one datagram (the
     # datagram in transit at the boundary); allow a few intervals where the Python
     # sender stalled long enough to empty the queue on a busy machine
-    assert np.mean(np.abs(sent[low] - 50 * 1504) <= 1200) >= 0.9, sent[low]
-    assert np.mean(np.abs(sent[~low] - 100 * 1504) <= 1200) >= 0.9, sent[~low]
-    assert r.summary["bottleneck"]["rate_mbps"] == pytest.approx(150 * 1504 * 8 / 0.1 / 1e6)
+    assert np.mean(np.abs(sent[low] - 51 * 1500) <= 1200) >= 0.9, sent[low]
+    assert np.mean(np.abs(sent[~low] - 99 * 1500) <= 1200) >= 0.9, sent[~low]
+    assert r.summary["bottleneck"]["rate_mbps"] == pytest.approx(150 * 1500 * 8 / 0.1 / 1e6)
     assert r.summary["bottleneck"]["utilization"]["p5"] > 0.99
 
 
@@ -379,13 +398,14 @@ def test_madpie_runs_on_real_traffic_with_its_deterministic_drops():
 
 
 @needs_emulation
-def test_bbr_runs_on_the_kernel_and_the_simulator_refuses_it(cli, tmp_path):
+def test_bbr_runs_on_the_kernel_and_in_the_simulator(cli, tmp_path):
     # `cc = "bbr"` is Linux's BBR: the emulator sets it per socket (the kernel must
-    # have it: /proc/sys/net/ipv4/tcp_available_congestion_control, or modprobe)
+    # have it: /proc/sys/net/ipv4/tcp_available_congestion_control, or modprobe); the
+    # simulator runs its model of tcp_bbr.c
     args = ["madpie-proof", "--set", "duration=3s", "--set", "bottleneck.delay=48ms", "--set", "flows.0.count=2", "--set", "flows.0.tcp.cc=bbr"]
     code, out, err = cli("run", *args, "--out", str(tmp_path / "sim"))
-    assert code == 2 and err.count("\n") == 1
-    assert err.startswith("aqmlab: error: flows[0].tcp.cc:") and "simulator has no BBR" in err
+    assert code == 0, err
+    assert json.loads((tmp_path / "sim" / "summary.json").read_text())["classes"]["bulk"]["cc"] == "bbr"
     if "bbr" not in open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split():
         pytest.skip("this kernel has no BBR")
     r = emulate(*args[:1], [a for a in args[1:] if a != "--set"])

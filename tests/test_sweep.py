@@ -296,7 +296,9 @@ def test_a_script_whose_sweep_fails_entirely_exits_nonzero(tmp_path):
     kw = dict(vary={"bottleneck.delay": ["48ms", "248ms"]}, set={"duration": "3s"})
     plan = sweeps.build_grid("madpie-proof", **kw).plan()
     (tmp_path / "sw" / "runs").mkdir(parents=True)
-    (tmp_path / "sw" / "sweep.json").write_text("{}")
+    # the same sweep's header, so the folder is taken as this sweep's (not refused as another's)
+    runs = [{"run": r.name, "hash": r.hash} for r in plan.runs]
+    (tmp_path / "sw" / "sweep.json").write_text(json.dumps({"grid": {"name": "madpie-proof"}, "runs": runs}))
     for r in plan.runs:
         (tmp_path / "sw" / "runs" / r.name).write_text("x")
     script = tmp_path / "s.py"

@@ -239,9 +239,10 @@ def cmd_list(a: argparse.Namespace) -> int:
         topic, name = None, topic
     aqms = json.loads(_core.aqm_catalog())
     traffic = json.loads(_core.traffic_catalog())
+    ccs = json.loads(_core.cc_catalog())
     scen = _core.builtin_scenarios()
     if name is not None:
-        known = {"scenarios": [n for n, _ in scen], "aqms": [k["kind"] for k in aqms], "tcp": list(traffic["tcp"]) + ["receiver"], "traffic": list(traffic["kinds"])}
+        known = {"scenarios": [n for n, _ in scen], "aqms": [k["kind"] for k in aqms], "tcp": list(traffic["tcp"]) + ["receiver"] + [c["kind"] for c in ccs], "traffic": list(traffic["kinds"])}
         topics = [topic] if topic else [t for t in LIST_TOPICS if any(name in n for n in known[t])]
         hits = {t: [n for n in known[t] if name == n] or [n for n in known[t] if name in n] for t in topics}
         if not any(hits.values()):
@@ -258,6 +259,8 @@ def cmd_list(a: argparse.Namespace) -> int:
             out["aqms"] = [k for k in aqms if hits["aqms"] is None or k["kind"] in hits["aqms"]]
         if "tcp" in hits or "traffic" in hits:
             out["traffic"] = traffic
+        if "tcp" in hits:
+            out["congestion_controls"] = [c for c in ccs if hits["tcp"] is None or c["kind"] in hits["tcp"]]
         print(json.dumps(out, indent=2))
         return 0
     from rich.markup import escape
@@ -296,7 +299,27 @@ def cmd_list(a: argparse.Namespace) -> int:
         con.print(f"Flow kinds (flows.N.kind): {', '.join(k for k in traffic['kinds'] if hits['traffic'] is None or k in hits['traffic'])}")
     if "tcp" in hits:
         sel = hits["tcp"]
-        if sel is None or any(k != "receiver" for k in sel):
+        cc_sel = [c for c in ccs if sel is None or c["kind"] in sel]
+        if cc_sel:
+            # each congestion control's title, source and parameters come from its file (tcp/cc/*.rs)
+            t = Table(title="Congestion controls (flows.N.tcp.cc; aqmlab list tcp NAME for the parameters)", title_justify="left")
+            for col in ("kind", "algorithm", "source", "runs in"):
+                t.add_column(col)
+            for c in cc_sel:
+                where = ", ".join((["simulator"] if c["simulated"] else []) + ([f"kernel ({c['linux']})"] if c["linux"] else []))
+                t.add_row(c["kind"], escape(c["title"]), escape(c["source"]), where)
+            con.print(t)
+            for c in cc_sel if sel is not None else []:
+                t = Table(title=f"tcp.cc = {{ kind = \"{c['kind']}\", ... }}", title_justify="left")
+                t.add_column("parameter")
+                t.add_column("default")
+                t.add_column("meaning and source")
+                for p in c["params"]:
+                    t.add_row(p["name"], escape(json.dumps(p["default"])), escape(p["doc"]))
+                if not c["params"]:
+                    t.add_row("(none)", "", "no parameters: the kernel module's constants")
+                con.print(t)
+        if sel is None or any(k != "receiver" and k not in {c["kind"] for c in ccs} for k in sel):
             t = Table(title="TCP settings (flows.N.tcp)", title_justify="left")
             t.add_column("setting")
             t.add_column("default")
@@ -739,6 +762,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .analysis.args import add_parser as add_analyze
 
     add_analyze(sub)
+    from .characterize.cli import add_parser as add_characterize
+
+    add_characterize(sub)
     return p
 
 

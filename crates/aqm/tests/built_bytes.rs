@@ -7,31 +7,39 @@
 mod harness;
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::cell::Cell;
 
 use aqm::{AqmSpec, Limit};
 use harness::P;
 
+/// Counts the heap held by allocations of this thread only (the test harness's own
+/// threads allocate meanwhile).
 struct Counting;
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static CURRENT: Cell<isize> = const { Cell::new(0) };
+}
+
+fn add(n: isize) {
+    let _ = CURRENT.try_with(|c| c.set(c.get() + n));
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         let p = unsafe { System.alloc(l) };
         if !p.is_null() {
-            CURRENT.fetch_add(l.size(), Relaxed);
+            add(l.size() as isize);
         }
         p
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         unsafe { System.dealloc(p, l) };
-        CURRENT.fetch_sub(l.size(), Relaxed);
+        add(-(l.size() as isize));
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
         let q = unsafe { System.realloc(p, l, new) };
         if !q.is_null() {
-            CURRENT.fetch_add(new, Relaxed);
-            CURRENT.fetch_sub(l.size(), Relaxed);
+            add(new as isize - l.size() as isize);
         }
         q
     }
@@ -40,13 +48,13 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-/// Heap held by a freshly built AQM of `spec` (single-threaded: one test in this file).
+/// Heap held by a freshly built AQM of `spec`.
 fn measured(spec: &AqmSpec) -> usize {
-    let before = CURRENT.load(Relaxed);
+    let before = CURRENT.with(Cell::get);
     let q = spec.build::<P>(Limit::packets(1000));
-    let after = CURRENT.load(Relaxed);
+    let after = CURRENT.with(Cell::get);
     drop(q);
-    after - before
+    (after - before) as usize
 }
 
 fn with(kind: &str, flows: u32) -> AqmSpec {

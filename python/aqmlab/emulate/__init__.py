@@ -271,6 +271,8 @@ def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc
             "base_dir": src.base_dir,
             # each flow's one-way path delays, data and return direction
             "delays_ns": [[f["fwd_delay_ns"], f["rev_delay_ns"]] for f in flows],
+            # the groups' names and each flow's, for the recorder's per-group histograms
+            "groups": [[g["name"] for g in groups], [f["group"] for f in flows]],
         }
         (work / "bottleneck.json").write_text(json.dumps(spec))
         npz = work / "bottleneck.npz"
@@ -311,9 +313,7 @@ def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc
         # everything is up: the run starts shortly, at the same instant for all three
         t0 = time.monotonic_ns() + LEAD_NS
         for p, line in ((b, f"start {t0} {duration_ns}"), (r, f"go {t0}"), (snd, f"go {t0}")):
-            assert p.stdin is not None
-            p.stdin.write(f"{line}\n".encode())
-            p.stdin.flush()
+            _tell(procs, p, f"{line}\n")
         end = t0 + duration_ns
         while True:
             code = b.poll()
@@ -329,8 +329,7 @@ def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc
         for k in ("recv", "send"):
             if procs[k].returncode != 0:  # type: ignore[union-attr]
                 raise EmulationError(f"the {k} program failed (exit code {procs[k].returncode})")  # type: ignore[union-attr]
-        b.stdin.write(b"stop\n")
-        b.stdin.close()
+        _tell(procs, b, "stop\n", close=True)
         if _readline(b, 30.0) != "done" or b.wait(10) != 0:
             raise EmulationError(f"the bottleneck process failed (exit code {b.poll()})")
         wall = time.perf_counter() - wall0
@@ -370,21 +369,33 @@ def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc
             _stop(procs[k])
 
 
+def _tell(procs: dict[str, Any], p: subprocess.Popen[bytes], line: str, close: bool = False) -> None:
+    """Write a command line to a child's stdin. A child that died meanwhile (killed
+    before the run started, say) is an EmulationError naming it, not a broken pipe
+    (which the CLI would take for a closed output and exit quietly)."""
+    assert p.stdin is not None
+    try:
+        p.stdin.write(line.encode())
+        p.stdin.flush()
+        if close:
+            p.stdin.close()
+    except BrokenPipeError:
+        name = next(k for k, q in procs.items() if q is p)
+        try:
+            code: int | None = p.wait(5)
+        except subprocess.TimeoutExpired:
+            code = None
+        if name == "bottleneck":
+            raise EmulationError(f"the bottleneck process died (exit code {code}); the run is lost") from None
+        raise EmulationError(f"the {name} program died (exit code {code}); the run is lost") from None
+
 def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str, Any]:
     """The raw dict `RunResult` reads, from the bottleneck's records and the traffic samples."""
     bmeta = json.loads(str(bn["meta"]))
-    packets = {k.split(".", 1)[1]: v for k, v in bn.items() if k.startswith("packets.")}
-    link_series = {k.split(".", 1)[1]: v for k, v in bn.items() if k.startswith("link_series.")}
+    packets, link_series, histograms = ({k.split(".", 1)[1]: v for k, v in bn.items() if k.startswith(t + ".")} for t in ("packets", "link_series", "histograms"))
     n = len(flows)
-    # per-flow drops and marks at the bottleneck, from its packet records
-    fwd = bmeta["logged_links"].index("bottleneck") if "bottleneck" in bmeta["logged_links"] else -1
-    rev = bmeta["logged_links"].index("bottleneck_rev") if "bottleneck_rev" in bmeta["logged_links"] else -1
-    ev, fl, lk = packets["event"], packets["flow"], packets["link"].astype(np.int64)
-
-    def per_flow(event: int, link: int) -> np.ndarray:
-        return np.bincount(fl[(ev == event) & (lk == link)], minlength=n)[:n]
-
-    drops, ack_drops, marks = per_flow(2, fwd), per_flow(2, rev), per_flow(3, fwd)
+    # per-flow drops and marks at the bottleneck, as its recorder counted them
+    drops, ack_drops, marks = (np.array(bmeta[k], dtype=np.uint64) for k in ("flow_drops", "flow_ack_drops", "flow_marks"))
     final = {int(k): v for k, v in send["final"].items()}
 
     def fin(i: int, key: str, default: int = 0) -> int:
@@ -479,6 +490,7 @@ def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str
         "logged_links": bmeta["logged_links"],
         "groups": groups,
         "conservation": {"created": bmeta["arrived"], "delivered": bmeta["delivered"], "dropped": bmeta["dropped"], "in_flight": bmeta["in_flight"]},
+        "histograms": bmeta["histograms"],
         "version": _core.__version__,
         "emulated": {
             "run_id": run_id,
@@ -495,14 +507,12 @@ def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str
             "one_way_delay_ns": recv["owd_ns"],
         },
     }
-    return {"meta": json.dumps(meta), "packets": packets, "link_series": link_series, "flow_series": fs, "flows": table, "transfers": transfers, "datagrams": datagrams}
-
+    return {"meta": json.dumps(meta), "packets": packets, "link_series": link_series, "histograms": histograms, "flow_series": fs, "flows": table, "transfers": transfers, "datagrams": datagrams}
 
 def _ca(linux_state: int) -> int:
     from ._traffic import CA_MAP
 
     return CA_MAP.get(linux_state, 0)
-
 
 def cli_run(a: Any, headline_table: Any, err: Any, console: Any, progress_runner: Any) -> int:
     """`aqmlab emulate SCENARIO`: checks first (scenario, output folder, root and TUN),

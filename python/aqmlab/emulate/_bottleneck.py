@@ -53,8 +53,9 @@ def main(argv: list[str]) -> int:
     raw = _core.emulate_bottleneck(
         spec["text"], spec["format"], spec["overrides"], spec["seed"], snd, rcv, sys.stdin.fileno(), spec["base_port"], spec["flows"], spec.get("spin_ns"), spec.get("trace_ms"),
         spec.get("base_dir"), [tuple(d) for d in spec["delays_ns"]] if spec.get("delays_ns") is not None else None,
+        tuple(spec["groups"]) if spec.get("groups") is not None else None,
     )
-    arrays = {f"{table}.{col}": v for table in ("packets", "link_series") for col, v in raw[table].items()}
+    arrays = {f"{table}.{col}": v for table in ("packets", "link_series", "histograms") for col, v in raw[table].items()}
     tmp = out + ".tmp.npz"
     np.savez(tmp, meta=np.array(raw["meta"]), **arrays)
     os.replace(tmp, out)

@@ -146,6 +146,7 @@ impl Observe<Packet> for Obs<'_> {
     #[inline]
     fn dequeued(&mut self, t: Time, p: &Packet, sojourn: Duration, q: &aqm::Qdisc<Packet>, marked: Option<Cause>) {
         self.rec.dequeued(self.link, t, p, sojourn, q, marked);
+        self.rec.sink_departure(self.link, t, p);
     }
     fn dropped(&mut self, t: Time, d: &aqm::Dropped<Packet>, q: &aqm::Qdisc<Packet>) {
         self.rec.dropped(self.link, t, &d.pkt, d.cause, d.sojourn, q.backlog().bytes, self.rate_bps, Some(q));
@@ -340,7 +341,7 @@ impl Network {
             }
             Err(backlog) => {
                 // refused on overflow (in the link's own stats when it counts or settles)
-                rec.dropped::<Packet>(l, at, p, Cause::Overflow, None, backlog, link.rate().bps(), None);
+                rec.dropped(l, at, p, Cause::Overflow, None, backlog, link.rate().bps(), None::<&aqm::Qdisc<Packet>>);
                 None
             }
         }

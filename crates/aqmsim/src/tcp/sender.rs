@@ -7,15 +7,22 @@
 //! segment with Linux-like flags, and counters from which RFC 6675's `pipe` follows:
 //! `pipe = outstanding - sacked - lost + retransmitted` (Linux
 //! `tcp_packets_in_flight`).
+//!
+//! Pacing (`tcp/pacing.rs`) gates the transmit loop when configured or when the
+//! controller sets its own rate; a controller that sets cwnd itself (BBR) gets
+//! delivery-rate samples (`tcp/rate.rs`) and the sender leaves cwnd to it.
 
 use std::collections::VecDeque;
 
 use aqm::{Duration, Time};
 
-use super::cc::{AckSample, AnyCc, CongestionControl, Window, INFINITE_SSTHRESH};
+use super::cc::{AckSample, AnyCc, CongestionControl, Conn, Window, INFINITE_SSTHRESH};
+use super::pacing::{self, Pacer};
+use super::rate::{RateSample, RateState, TxInfo};
 use super::rtt::RttEstimator;
 use super::{EcnMode, TcpConfig};
 use crate::packet::{Kind, Packet};
+use crate::rng::SimRng;
 
 const SACKED: u8 = 1;
 const LOST: u8 = 2;
@@ -42,8 +49,9 @@ pub enum State {
 }
 
 /// Linux's congestion states that matter here (`tcp_ca_state`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CaState {
+    #[default]
     Open,
     /// Fast recovery (RFC 6675 / RFC 6582), cwnd set by PRR.
     Recovery,
@@ -132,8 +140,6 @@ pub struct TcpSender {
     accecn: bool,
     /// The codepoint of its ECN-capable packets (ECT(1) for an L4S controller).
     ect: aqm::Ecn,
-    /// The controller sets cwnd itself on every ACK (Prague).
-    own_cwnd: bool,
     /// Segments reported delivered CE-marked (Linux `delivered_ce`); under AccECN
     /// the ACE field echoes it modulo 8, offset by 5 (RFC 9768 §3.2.1).
     delivered_ce: u64,
@@ -142,6 +148,18 @@ pub struct TcpSender {
     min_rtt: Option<Duration>,
     last_rtt: Option<Duration>,
     rto_deadline: Option<Time>,
+    /// Pacing: on when configured or when the controller sets its own rate; the
+    /// wake-up when the pacer holds data back.
+    pacer: Pacer,
+    pace_at: Option<Time>,
+    /// The controller sets cwnd from delivery-rate samples (BBR).
+    rate_cc: bool,
+    /// Delivery-rate estimation, with one entry per outstanding segment beside
+    /// `board` (empty unless `rate_cc`).
+    rate: RateState,
+    rate_tx: VecDeque<TxInfo>,
+    /// Segments marked lost so far (`tp->lost`).
+    lost_total: u64,
     syn_sent_at: Time,
     pub started_at: Option<Time>,
     pub finished_at: Option<Time>,
@@ -183,24 +201,86 @@ impl TcpSender {
             ecn_ok: false,
             accecn: false,
             ect: cfg.cc.ect(),
-            own_cwnd: false,
             delivered_ce: 0,
             send_cwr: false,
             min_rtt: None,
             last_rtt: None,
             rto_deadline: None,
+            pacer: Pacer::default(),
+            pace_at: None,
+            rate_cc: false,
+            rate: RateState::new(),
+            rate_tx: VecDeque::new(),
+            lost_total: 0,
             syn_sent_at: Time::ZERO,
             started_at: None,
             finished_at: None,
             stats: SenderStats::default(),
             cfg: cfg.clone(),
         }
-        .with_cc()
+        .with_cc_flags()
     }
 
-    fn with_cc(mut self) -> TcpSender {
-        self.own_cwnd = self.cc.controls_cwnd();
+    fn with_cc_flags(mut self) -> TcpSender {
+        self.rate_cc = self.cc.controls_cwnd();
         self
+    }
+
+    /// The congestion controller's own random stream.
+    pub fn set_cc_rng(&mut self, rng: SimRng) {
+        self.cc.set_rng(rng);
+    }
+
+    /// The connection is open (Linux `tcp_init_transfer`): the controller starts,
+    /// with the handshake's RTT if there was one, and pacing starts if configured
+    /// or asked for by the controller (`SK_PACING_NEEDED`).
+    fn established(&mut self, now: Time) {
+        self.state = State::Established;
+        let c = self.conn(now);
+        self.cc.on_init(&mut self.w, &c);
+        self.pacer.on = self.cfg.pacing || self.cc.pacing_rate().is_some();
+        if self.pacer.on {
+            self.update_pacing_rate();
+        }
+    }
+
+    /// What a controller that sets cwnd itself reads of the connection.
+    fn conn(&self, now: Time) -> Conn {
+        Conn {
+            now,
+            mss: self.cfg.mss.0 as u32,
+            srtt: self.rtt.srtt(),
+            min_rtt: self.min_rtt,
+            in_flight: self.pipe(),
+            delivered: self.rate.delivered,
+            lost: self.lost_total,
+            delivered_mstamp: self.rate.delivered_mstamp,
+            app_limited: self.rate.app_limited,
+            ca_state: self.ca_state,
+            wstamp: self.pacer.wstamp,
+            delivered_ce: self.delivered_ce,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            cwnd_limited: self.cwnd_limited,
+            packet_size: self.cfg.packet_size(),
+        }
+    }
+
+    /// The controller's pacing rate, or Linux's `tcp_update_pacing_rate`.
+    fn update_pacing_rate(&mut self) {
+        self.pacer.rate = match self.cc.pacing_rate() {
+            Some(r) => r,
+            None => pacing::default_rate(self.cfg.mss.0 as u32, self.cwnd_segments(), self.w.ssthresh as u64, self.outstanding(), self.rtt.srtt(), self.cfg.pacing_ss_ratio, self.cfg.pacing_ca_ratio),
+        };
+    }
+
+    /// The pacing rate in bytes per second (0 when not pacing).
+    pub fn pacing_rate(&self) -> u64 {
+        if self.pacer.on {
+            self.pacer.rate
+        } else {
+            0
+        }
     }
 
     /// Start the connection with `bytes` to send (`None`: unlimited, a bulk transfer).
@@ -218,7 +298,7 @@ impl TcpSender {
             // Without a handshake, ECN is as configured (both ends share the setting).
             let mode = self.cfg.ecn_mode();
             (self.ecn_ok, self.accecn) = (mode != EcnMode::Off, mode == EcnMode::AccEcn);
-            self.state = State::Established;
+            self.established(now);
             self.transmit(now, out);
         }
     }
@@ -244,8 +324,14 @@ impl TcpSender {
     pub fn send_more(&mut self, now: Time, bytes: u64, out: &mut Vec<Packet>) {
         debug_assert!(self.app_segments != u64::MAX, "a bulk sender has unlimited data already");
         let idle = self.snd_una == self.snd_nxt;
-        if idle && self.cfg.slow_start_after_idle && now.saturating_since(self.last_send) > self.rtt.rto() {
+        // Linux leaves a controller that sets cwnd itself alone (`tcp_slow_start_after_idle_check`)
+        if idle && self.cfg.slow_start_after_idle && !self.rate_cc && now.saturating_since(self.last_send) > self.rtt.rto() {
             self.w.cwnd = self.w.cwnd.min(self.cfg.initial_window as f64);
+        }
+        if self.rate_cc {
+            // `tcp_rate_check_app_limited` on the application's write
+            let (pipe, cwnd) = (self.pipe(), self.cwnd_segments());
+            self.rate.check_app_limited(self.snd_nxt >= self.app_segments, pipe, cwnd, self.lost_out, self.retrans_out);
         }
         self.push_message(bytes);
         if self.state == State::Done {
@@ -266,6 +352,7 @@ impl TcpSender {
             self.state = State::Done;
             self.finished_at = Some(now);
             self.rto_deadline = None;
+            self.pace_at = None;
         }
     }
 
@@ -298,8 +385,14 @@ impl TcpSender {
         self.snd_nxt - self.snd_una
     }
 
+    /// When the sender next needs to run: its retransmission timer, or the end of a
+    /// pacing gap.
+    #[inline]
     pub fn poll_at(&self) -> Option<Time> {
-        self.rto_deadline
+        match (self.rto_deadline, self.pace_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub fn is_done(&self) -> bool {
@@ -363,31 +456,78 @@ impl TcpSender {
     /// Send what the windows allow: lost segments first (RFC 6675 NextSeg rule 1),
     /// then new data (rule 2).
     fn transmit(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.transmit_paced(now, out, false);
+    }
+
+    /// `transmit`, with the pacing gate: a paced sender sends bursts (Linux's TSO
+    /// packets) while the departure time has come, and otherwise waits for it
+    /// (`tcp_pacing_check`). `unpaced_first`: the first segment leaves at once (the
+    /// retransmission a timeout sends straight from its timer).
+    fn transmit_paced(&mut self, now: Time, out: &mut Vec<Packet>, mut unpaced_first: bool) {
+        self.pace_at = None;
         if self.state != State::Established {
             return;
         }
         // the window does not change while sending
         let cwnd = self.cwnd_segments();
+        // the burst under way: segments it may still take, segments and payload
+        // bytes sent, whether it retransmits
+        let mut burst: Option<(u64, u64, u64, bool)> = None;
         loop {
             if self.pipe() >= cwnd {
                 self.cwnd_limited = true;
                 break;
             }
+            let mut retx = None;
             if self.lost_pending > 0 {
-                if let Some(seq) = self.next_lost() {
-                    self.retransmit(seq, now, out);
-                    continue;
+                retx = self.next_lost();
+                if retx.is_none() {
+                    debug_assert!(false, "lost_pending out of sync");
+                    self.lost_pending = 0;
                 }
-                debug_assert!(false, "lost_pending out of sync");
-                self.lost_pending = 0;
             }
             let window_end = self.snd_una.saturating_add(self.rwnd_segments);
-            if self.snd_nxt < self.app_segments && self.snd_nxt < window_end {
-                self.send_new(now, out);
-                continue;
+            if retx.is_none() && !(self.snd_nxt < self.app_segments && self.snd_nxt < window_end) {
+                self.cwnd_limited = false;
+                break;
             }
-            self.cwnd_limited = false;
-            break;
+            if self.pacer.on {
+                if let Some((room, segs, bytes, was_retx)) = burst {
+                    if room == 0 || was_retx != retx.is_some() {
+                        self.pacer.on_burst_sent(now, segs, bytes);
+                        burst = None;
+                    }
+                }
+                if burst.is_none() {
+                    if let Some(t) = self.pacer.wait(now).filter(|_| !unpaced_first) {
+                        // held back by pacing, not by cwnd or the application
+                        self.pace_at = Some(t);
+                        break;
+                    }
+                    unpaced_first = false;
+                    let min_tso = self.cc.min_tso_segs().unwrap_or(pacing::MIN_TSO_SEGS);
+                    // Linux `tcp_tso_segs`: the controller's own burst size, or tcp_tso_autosize
+                    let segs = self.cc.tso_segs().unwrap_or_else(|| pacing::burst_segments(self.pacer.rate, self.cfg.mss.0 as u32, self.min_rtt, min_tso));
+                    burst = Some((segs, 0, 0, retx.is_some()));
+                }
+            }
+            if self.pipe() == 0 {
+                // Linux `tcp_event_data_sent`: the first segment with nothing in flight
+                let c = self.conn(now);
+                self.cc.on_tx_start(&mut self.w, &c);
+            }
+            match retx {
+                Some(seq) => self.retransmit(seq, now, out),
+                None => self.send_new(now, out),
+            }
+            if let Some((room, segs, bytes, _)) = burst.as_mut() {
+                *room -= 1;
+                *segs += 1;
+                *bytes += out.last().map_or(0, |p| p.payload as u64);
+            }
+        }
+        if let Some((_, segs, bytes, _)) = burst.filter(|b| b.1 > 0) {
+            self.pacer.on_burst_sent(now, segs, bytes);
         }
         if self.rto_deadline.is_none() && self.snd_nxt > self.snd_una {
             // RFC 6298 §5.1: start the timer when data is sent and it is not running.
@@ -410,6 +550,10 @@ impl TcpSender {
 
     fn send_new(&mut self, now: Time, out: &mut Vec<Packet>) {
         let seq = self.snd_nxt;
+        if self.rate_cc {
+            let tx = self.rate.on_sent(now, self.outstanding());
+            self.rate_tx.push_back(tx);
+        }
         self.board.push_back(Seg { sent_at: now, retx_high: 0, flags: 0 });
         self.snd_nxt += 1;
         self.stats.segments_sent += 1;
@@ -421,6 +565,10 @@ impl TcpSender {
     }
 
     fn retransmit(&mut self, seq: u64, now: Time, out: &mut Vec<Packet>) {
+        if self.rate_cc {
+            let tx = self.rate.on_sent(now, self.outstanding());
+            self.rate_tx[(seq - self.snd_una) as usize] = tx;
+        }
         let high = self.snd_nxt;
         let s = self.seg_mut(seq);
         s.flags |= RETRANS | EVER_RETRANS;
@@ -465,6 +613,7 @@ impl TcpSender {
             s.flags |= LOST;
             let pending = s.flags & RETRANS == 0;
             self.lost_out += 1;
+            self.lost_total += 1;
             if pending {
                 self.lost_pending += 1;
                 self.retx_hint = self.retx_hint.min(seq);
@@ -515,6 +664,7 @@ impl TcpSender {
             let s = self.seg_mut(seq);
             s.flags &= !RETRANS;
             self.retrans_out -= 1;
+            self.lost_total += 1;
             // still LOST: eligible for NextSeg rule 1 again
             self.lost_pending += 1;
             self.retx_hint = self.retx_hint.min(seq);
@@ -546,7 +696,7 @@ impl TcpSender {
     /// ssthresh (RFC 6937) unless the controller sets cwnd itself (Linux
     /// `tcp_end_cwnd_reduction` returns early for a `cong_control` controller).
     fn open(&mut self, now: Time) {
-        if !self.own_cwnd {
+        if !self.rate_cc {
             self.w.cwnd = self.w.ssthresh;
         }
         self.cc.set_state(&mut self.w, CaState::Open, now);
@@ -555,7 +705,7 @@ impl TcpSender {
 
     /// RFC 6937 §3: proportional rate reduction with slow-start reduction bound.
     fn prr(&mut self, delivered: u64) {
-        if self.own_cwnd {
+        if self.rate_cc {
             return; // Linux `tcp_cong_control`: a `cong_control` controller sets cwnd
         }
         self.prr_delivered += delivered;
@@ -591,7 +741,7 @@ impl TcpSender {
                     self.rtt.at_least(Duration::from_secs(3));
                 }
                 self.rto_deadline = None;
-                self.state = State::Established;
+                self.established(now);
                 self.transmit(now, out);
             }
             (State::Established, Kind::Ack) => self.on_ack(p, now, out),
@@ -633,10 +783,19 @@ impl TcpSender {
         (delta as u32, delta > 0)
     }
 
+    /// A segment the ACK delivered (SACKed or acked) gives its part of the rate
+    /// sample (`tcp_rate_skb_delivered`).
+    fn rate_delivered(&mut self, seq: u64, s: Seg, sacked: bool, rs: &mut RateSample) {
+        let tx = &mut self.rate_tx[(seq - self.snd_una) as usize];
+        self.rate.on_delivered(tx, s.sent_at, seq + 1, s.flags & (RETRANS | EVER_RETRANS) != 0, sacked, rs);
+    }
+
     fn on_ack(&mut self, a: &Packet, now: Time, out: &mut Vec<Packet>) {
         // RFC 7323: the ACK's timestamp is newer than any seen (Linux FLAG_TS_PROGRESS)
         let ts_progress = a.sent_at.as_nanos() > self.ts_recent;
         self.ts_recent = self.ts_recent.max(a.sent_at.as_nanos());
+        let mut rs = RateSample::default();
+        let (prior_in_flight, lost_before) = (self.pipe(), self.lost_total);
         let ack = a.seq.min(self.snd_nxt);
         let prior_una = self.snd_una;
         let prior_rwnd = self.rwnd_segments;
@@ -664,6 +823,9 @@ impl TcpSender {
                         break;
                     }
                     let s = *self.seg(seq);
+                    if self.rate_cc {
+                        self.rate_delivered(seq, s, true, &mut rs);
+                    }
                     self.release_loss_flags(s.flags);
                     if s.flags & EVER_RETRANS == 0 {
                         sack_first_sent = Some(sack_first_sent.map_or(s.sent_at, |t: Time| t.min(s.sent_at)));
@@ -684,6 +846,12 @@ impl TcpSender {
         let mut retrans_acked = false;
         if ack > self.snd_una {
             for seq in self.snd_una..ack {
+                if self.rate_cc {
+                    // the front entries (snd_una moves after the loop)
+                    let s = self.board[0];
+                    let mut tx = self.rate_tx.pop_front().expect("rate entry");
+                    self.rate.on_delivered(&mut tx, s.sent_at, seq + 1, s.flags & (RETRANS | EVER_RETRANS) != 0, false, &mut rs);
+                }
                 let s = self.board.pop_front().expect("scoreboard entry");
                 if s.flags & SACKED != 0 {
                     self.sacked_out -= 1;
@@ -762,6 +930,14 @@ impl TcpSender {
             self.mark_lost(self.snd_una);
         }
 
+        // The ACK's delivery-rate sample (`tcp_rate_gen`), after its loss detection.
+        if self.rate_cc {
+            self.rate.delivered += delivered;
+            rs.prior_in_flight = prior_in_flight;
+            rs.rtt = ca_rtt;
+            self.rate.generate(now, delivered, self.lost_total - lost_before, self.min_rtt, &mut rs);
+        }
+
         // 5. Congestion state.
         let (ce, ece) = self.ecn_feedback(a, delivered, delivered > 0 || ts_progress);
         let sample = AckSample {
@@ -774,10 +950,12 @@ impl TcpSender {
             snd_nxt: self.snd_nxt,
             ce,
             ece,
-            srtt: self.rtt.srtt(),
-            packet_size: self.cfg.packet_size(),
-            in_flight: self.pipe(),
         };
+        if newly_acked > 0 && a.ts_echo > 0 {
+            // RFC 7323 TSval − TSecr: the forward one-way delay on the simulator's one clock
+            // (plus any delayed-ACK hold); delay-based controllers (LEDBAT) use it.
+            self.cc.on_delay(a.sent_at.saturating_since(Time::from_nanos(a.ts_echo)), now);
+        }
         self.cc.on_rtt(&mut self.w, &sample);
         self.cc.in_ack_event(&self.w, &sample);
         // RFC 5681 §3.1: cwnd grows only on an ACK that acknowledges new data (Linux
@@ -804,7 +982,7 @@ impl TcpSender {
                     self.send_cwr = !self.accecn;
                     self.stats.ecn_reductions += 1;
                     self.prr(delivered);
-                } else if raise && !self.own_cwnd {
+                } else if raise && !self.rate_cc {
                     self.cc.on_ack(&mut self.w, &sample);
                 }
             }
@@ -840,14 +1018,21 @@ impl TcpSender {
                     self.cc.set_state(&mut self.w, CaState::Open, now);
                     self.ca_state = CaState::Open;
                 }
-                if raise && !self.own_cwnd {
+                if raise && !self.rate_cc {
                     self.cc.on_ack(&mut self.w, &sample);
                 }
             }
         }
-        if self.own_cwnd {
-            // Linux `tcp_cong_control`: the controller sets cwnd on every ACK.
-            self.cc.cong_control(&mut self.w, &sample);
+        // A controller that sets cwnd itself does so now, in any state (Linux
+        // `tcp_cong_control`), and may mark the connection application-limited.
+        if self.rate_cc {
+            rs.ece_delta = ce as u64;
+            let mut c = self.conn(now);
+            self.cc.cong_control(&mut self.w, &rs, &mut c);
+            self.rate.app_limited = c.app_limited;
+        }
+        if self.pacer.on {
+            self.update_pacing_rate();
         }
 
         // 6. Timer (RFC 6298 §5.2-5.3).
@@ -861,13 +1046,17 @@ impl TcpSender {
             self.state = State::Done;
             self.finished_at = Some(now);
             self.rto_deadline = None;
+            self.pace_at = None;
             return;
         }
         self.transmit(now, out);
     }
 
-    /// Run the retransmission timer if it is due.
+    /// Run the retransmission timer if it is due, and send what pacing held back.
     pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.pace_at.is_some_and(|t| t <= now) {
+            self.transmit(now, out);
+        }
         match self.rto_deadline {
             Some(d) if d <= now => {}
             _ => return,
@@ -901,6 +1090,10 @@ impl TcpSender {
         self.lost_out = 0;
         self.lost_pending = 0;
         for s in self.board.iter_mut() {
+            // `tp->lost` counts what is newly lost and retransmissions lost again
+            if s.flags & SACKED == 0 && (s.flags & LOST == 0 || s.flags & RETRANS != 0) {
+                self.lost_total += 1;
+            }
             s.flags &= !RETRANS;
             if s.flags & SACKED == 0 {
                 s.flags |= LOST;
@@ -917,7 +1110,12 @@ impl TcpSender {
         self.recovery_point = self.snd_nxt;
         self.rtt.back_off();
         self.rto_deadline = Some(now + self.rtt.rto());
-        self.transmit(now, out);
+        if self.rate_cc {
+            let c = self.conn(now);
+            self.cc.on_enter_loss(&c);
+        }
+        // Linux's timer sends the retransmission straight away, paced or not
+        self.transmit_paced(now, out, true);
     }
 
     /// Internal consistency of the scoreboard counters (for tests).

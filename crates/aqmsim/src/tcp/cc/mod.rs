@@ -9,17 +9,25 @@
 //! so that per-ACK increments of a fraction of a segment accumulate exactly as the
 //! RFC formulas say. The sender may transmit while `pipe < floor(cwnd)`.
 //!
+//! A controller that sets cwnd and the pacing rate itself from delivery-rate samples,
+//! as BBR does (Linux's `cong_control` hook), says so with
+//! [`CongestionControl::controls_cwnd`]: the sender then measures the delivery rate
+//! (`tcp/rate.rs`), hands it each ACK's [`RateSample`] with a view of the connection
+//! ([`Conn`]), and leaves out PRR, the window's return to ssthresh at the end of a
+//! reduction and the restart after idle, as Linux does for such a controller.
+//!
 //! ECN: every [`AckSample`] carries the ACK's congestion feedback as Linux counts it
 //! (`delivered_ce`: the segments it reports CE-marked, from the ECE flag under RFC 3168
-//! feedback or from the ACE counter under AccECN). A controller can answer an ECN
-//! echo differently from a loss ([`CongestionControl::on_ecn`], DCTCP), see every ACK
-//! before the sender's state machine ([`CongestionControl::in_ack_event`]), follow the
-//! congestion state ([`CongestionControl::set_state`]) and, like Prague, set cwnd
-//! itself on every ACK ([`CongestionControl::controls_cwnd`]).
+//! feedback or from the ACE counter under AccECN; [`RateSample::ece_delta`] and
+//! [`Conn::delivered_ce`] for a controller that sets cwnd itself). A controller can
+//! answer an ECN echo differently from a loss ([`CongestionControl::on_ecn`], DCTCP),
+//! see every ACK before the sender's state machine ([`CongestionControl::in_ack_event`])
+//! and follow the congestion state ([`CongestionControl::set_state`], Prague).
 
 pub mod bbr;
 pub mod cubic;
 pub mod dctcp;
+pub mod ledbat;
 pub mod newreno;
 pub mod prague;
 pub mod reno;
@@ -28,7 +36,11 @@ use aqm::{Duration, Ecn, Time};
 use serde::de::{DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 
+pub use super::rate::RateSample;
 pub use super::sender::CaState;
+use crate::rng::SimRng;
+
+pub use bbr::{Bbr, BbrParams};
 pub use cubic::{Cubic, CubicParams};
 pub use dctcp::{Dctcp, DctcpParams};
 pub use prague::{Prague, PragueParams};
@@ -96,21 +108,51 @@ pub struct AckSample {
     pub ce: u32,
     /// The ACK signals congestion by ECN (ECE set, or the ACE counter grew).
     pub ece: bool,
-    /// Smoothed RTT (RFC 6298 SRTT, Linux `srtt_us`), none before the first sample.
-    pub srtt: Option<Duration>,
-    /// Bytes on the wire per full segment (payload and headers: Linux's MTU for a
-    /// segment, `tcp_mss_to_mtu`).
-    pub packet_size: u32,
-    /// Segments in flight after the ACK (RFC 6675 pipe, `tcp_packets_in_flight`).
-    pub in_flight: u64,
 }
 
 impl AckSample {
     /// A sample at `now` that reports nothing: no delivery, no RTT, no ECN (tests
     /// start from it).
     pub fn at(now: Time) -> AckSample {
-        AckSample { now, acked: 0, rtt: None, min_rtt: None, cwnd_limited: true, snd_una: 0, snd_nxt: 0, ce: 0, ece: false, srtt: None, packet_size: 1500, in_flight: 0 }
+        AckSample { now, acked: 0, rtt: None, min_rtt: None, cwnd_limited: true, snd_una: 0, snd_nxt: 0, ce: 0, ece: false }
     }
+}
+
+/// The connection as a controller that sets cwnd itself reads it on an ACK, after
+/// the ACK's loss detection and state change (the fields of Linux's `tcp_sock` that
+/// `tcp_bbr.c` reads).
+#[derive(Clone, Copy, Debug)]
+pub struct Conn {
+    pub now: Time,
+    /// Payload bytes per segment (`mss_cache`).
+    pub mss: u32,
+    /// Smoothed RTT (`srtt_us`), none before the first sample.
+    pub srtt: Option<Duration>,
+    /// Smallest RTT seen (`tcp_min_rtt`).
+    pub min_rtt: Option<Duration>,
+    /// Segments in flight (`tcp_packets_in_flight`, RFC 6675 `pipe`).
+    pub in_flight: u64,
+    /// Segments delivered (acked or SACKed) and marked lost so far (`tp->delivered`,
+    /// `tp->lost`), and when `delivered` last grew (`delivered_mstamp`).
+    pub delivered: u64,
+    pub lost: u64,
+    pub delivered_mstamp: Time,
+    /// Application-limited until `delivered` passes this (0: not limited;
+    /// `tp->app_limited`). A controller may set it (BBR's PROBE_RTT does, so that
+    /// its low-rate samples do not lower the bandwidth estimate).
+    pub app_limited: u64,
+    pub ca_state: CaState,
+    /// Earliest departure time of the next segment (`tcp_wstamp_ns`).
+    pub wstamp: Time,
+    /// Segments reported delivered CE-marked so far (`tp->delivered_ce`).
+    pub delivered_ce: u64,
+    /// Oldest unacknowledged and next new segment (`snd_una`, `snd_nxt`).
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    /// The sender was limited by cwnd (`tcp_is_cwnd_limited`).
+    pub cwnd_limited: bool,
+    /// Bytes on the wire per full segment (`tcp_mss_to_mtu`).
+    pub packet_size: u32,
 }
 
 pub trait CongestionControl {
@@ -123,6 +165,9 @@ pub trait CongestionControl {
     fn on_timeout(&mut self, _w: &Window, _now: Time) {}
     /// Every RTT sample, in any state (HyStart watches delay in slow start).
     fn on_rtt(&mut self, _w: &mut Window, _s: &AckSample) {}
+    /// A one-way delay sample, before `on_rtt`, from each ACK of new data that echoes
+    /// a timestamp: its TSval minus its TSecr (LEDBAT, RFC 6817).
+    fn on_delay(&mut self, _owd: Duration, _now: Time) {}
     /// Without SACK, end fast recovery on the first ACK of new data (RFC 5681 §3.2
     /// step 6, Linux's `reno`) instead of on the ACK that covers the recovery point
     /// (RFC 6582 NewReno).
@@ -142,15 +187,38 @@ pub trait CongestionControl {
     /// state takes effect and before the sender touches cwnd; a timeout's `Loss`
     /// comes with `on_timeout`, Linux's `CA_EVENT_LOSS`).
     fn set_state(&mut self, _w: &mut Window, _to: CaState, _now: Time) {}
-    /// This controller sets cwnd itself on every ACK ([`CongestionControl::cong_control`],
-    /// Linux: the `cong_control` hook is set): the sender leaves out proportional rate
-    /// reduction, the return to ssthresh at the end of a reduction and `on_ack`.
+    /// This controller sets cwnd and the pacing rate itself on every ACK from the
+    /// delivery-rate sample ([`CongestionControl::cong_control`]; Linux: the
+    /// `cong_control` hook is set).
     fn controls_cwnd(&self) -> bool {
         false
     }
-    /// Set cwnd from this ACK (every ACK, every state) when
-    /// [`CongestionControl::controls_cwnd`]; called after the state machine.
-    fn cong_control(&mut self, _w: &mut Window, _s: &AckSample) {}
+    /// Set cwnd (and the pacing rate) from this ACK's rate sample (`cong_control`);
+    /// called on every ACK when [`CongestionControl::controls_cwnd`], in every state.
+    fn cong_control(&mut self, _w: &mut Window, _rs: &RateSample, _c: &mut Conn) {}
+    /// The pacing rate in bytes per second if this controller sets its own, which
+    /// also makes the sender pace (`sk_pacing_rate`, `SK_PACING_NEEDED`).
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+    /// The fewest segments per burst (`min_tso_segs`), if this controller sets it.
+    fn min_tso_segs(&self) -> Option<u32> {
+        None
+    }
+    /// The segments per burst, if this controller sizes its bursts itself in place of
+    /// `tcp_tso_autosize` (Linux's `tso_segs` hook: Prague's 250 µs bursts).
+    fn tso_segs(&self) -> Option<u64> {
+        None
+    }
+    /// The connection is established (`init`).
+    fn on_init(&mut self, _w: &mut Window, _c: &Conn) {}
+    /// A segment goes out with nothing in flight (`CA_EVENT_TX_START`).
+    fn on_tx_start(&mut self, _w: &mut Window, _c: &Conn) {}
+    /// A retransmission timeout put the connection in the Loss state
+    /// (`set_state(TCP_CA_Loss)`), after `on_timeout`.
+    fn on_enter_loss(&mut self, _c: &Conn) {}
+    /// The controller's own random stream (BBR's starting phase of the gain cycle).
+    fn set_rng(&mut self, _rng: SimRng) {}
 }
 
 /// What the registry needs from a congestion control's file, implemented on its
@@ -301,6 +369,10 @@ macro_rules! registry {
             fn on_rtt(&mut self, w: &mut Window, s: &AckSample) {
                 match self { $( AnyCc::$variant(c) => c.on_rtt(w, s), )* }
             }
+            #[inline]
+            fn on_delay(&mut self, owd: Duration, now: Time) {
+                match self { $( AnyCc::$variant(c) => c.on_delay(owd, now), )* }
+            }
             fn rfc5681_recovery(&self) -> bool {
                 match self { $( AnyCc::$variant(c) => c.rfc5681_recovery(), )* }
             }
@@ -314,13 +386,33 @@ macro_rules! registry {
             fn set_state(&mut self, w: &mut Window, to: CaState, now: Time) {
                 match self { $( AnyCc::$variant(c) => c.set_state(w, to, now), )* }
             }
-            #[inline]
             fn controls_cwnd(&self) -> bool {
                 match self { $( AnyCc::$variant(c) => c.controls_cwnd(), )* }
             }
+            fn cong_control(&mut self, w: &mut Window, rs: &RateSample, c: &mut Conn) {
+                match self { $( AnyCc::$variant(x) => x.cong_control(w, rs, c), )* }
+            }
             #[inline]
-            fn cong_control(&mut self, w: &mut Window, s: &AckSample) {
-                match self { $( AnyCc::$variant(c) => c.cong_control(w, s), )* }
+            fn pacing_rate(&self) -> Option<u64> {
+                match self { $( AnyCc::$variant(c) => c.pacing_rate(), )* }
+            }
+            fn min_tso_segs(&self) -> Option<u32> {
+                match self { $( AnyCc::$variant(c) => c.min_tso_segs(), )* }
+            }
+            fn tso_segs(&self) -> Option<u64> {
+                match self { $( AnyCc::$variant(c) => c.tso_segs(), )* }
+            }
+            fn on_init(&mut self, w: &mut Window, c: &Conn) {
+                match self { $( AnyCc::$variant(x) => x.on_init(w, c), )* }
+            }
+            fn on_tx_start(&mut self, w: &mut Window, c: &Conn) {
+                match self { $( AnyCc::$variant(x) => x.on_tx_start(w, c), )* }
+            }
+            fn on_enter_loss(&mut self, c: &Conn) {
+                match self { $( AnyCc::$variant(x) => x.on_enter_loss(c), )* }
+            }
+            fn set_rng(&mut self, rng: SimRng) {
+                match self { $( AnyCc::$variant(c) => c.set_rng(rng), )* }
             }
         }
     };
@@ -332,6 +424,7 @@ registry! {
     "newreno" => NewReno(newreno::NewRenoParams),
     "reno" => Reno(reno::RenoParams),
     "bbr" => Bbr(bbr::BbrParams),
+    "ledbat" => Ledbat(ledbat::LedbatParams),
     "dctcp" => Dctcp(dctcp::DctcpParams),
     "prague" => Prague(prague::PragueParams),
 }
@@ -351,10 +444,14 @@ impl<'de> Deserialize<'de> for CcSpec {
             toml::Value::String(k) => (k, toml::Table::new()),
             toml::Value::Table(mut t) => match t.remove("kind") {
                 Some(toml::Value::String(k)) => (k, t),
-                Some(other) => return Err(D::Error::custom(format!("kind: expected a string, got {}", other.type_str()))),
+                Some(other) => {
+                    return Err(D::Error::custom(format!("kind: expected a string, got {}", other.type_str())));
+                }
                 None => return Err(D::Error::custom("missing field `kind`")),
             },
-            other => return Err(D::Error::custom(format!("expected a congestion control name or {{ kind = \"...\", ... }}, got {}", other.type_str()))),
+            other => {
+                return Err(D::Error::custom(format!("expected a congestion control name or {{ kind = \"...\", ... }}, got {}", other.type_str())));
+            }
         };
         CcSpec::from_kind(&kind, toml::Value::Table(rest)).map_err(|e| D::Error::custom(e.to_string()))
     }

@@ -28,8 +28,10 @@
 //!   DCTCP does);
 //! * a loss or a timeout halves `frac_cwnd` and stops the increase until the
 //!   connection is Open again (§4.3 item 1, "fall back to Reno-friendly on loss");
-//! * it paces at `mtu max(cwnd, in flight) / srtt`, twice that in slow start while
-//!   cwnd < ssthresh / 2 ([`Prague::pacing_rate`]).
+//! * it paces (Linux `SK_PACING_NEEDED`, the sender's internal pacing of
+//!   `tcp/pacing.rs`) at `mtu max(cwnd, in flight) / srtt`, twice that while cwnd <
+//!   ssthresh / 2, in bursts of at most 250 µs at that rate (`prague_burst_shift`
+//!   12: `tso_segs`), at least one segment.
 //!
 //! The sender leaves cwnd to it (Linux's `cong_control` hook): no proportional
 //! rate reduction, no return to ssthresh when a reduction ends.
@@ -37,7 +39,7 @@
 //! Not modelled (the documentation of `prague` says so): the rate-based mode that
 //! takes over below a window of 4 full-sized packets (`prague_cwnd_mode = 2`) and
 //! shrinks the segment size below 1 Mb/s; the ±3 % pacing-rate variation of that
-//! mode; TSO burst sizing. Linux's Prague has no classic-ECN fallback in this
+//! mode. Linux's Prague has no classic-ECN fallback in this
 //! version (the detection heuristic of version 0.6, off by default there, was
 //! removed): over a single-queue RFC 3168 AQM that marks ECT(1) as it marks ECT(0),
 //! Prague answers each mark with alpha/2 and takes more than its share from Reno or
@@ -47,7 +49,7 @@ use aqm::{Duration, Time};
 
 use serde::{Deserialize, Serialize};
 
-use super::{AckSample, CaState, CcParams, CongestionControl, Window};
+use super::{AckSample, CaState, CcParams, CongestionControl, Conn, RateSample, Window};
 
 /// alpha's resolution: 2^-24 (`PRAGUE_ALPHA_BITS`).
 const ALPHA_BITS: u32 = 24;
@@ -65,6 +67,8 @@ const MAX_SCALED_RTT_US: u64 = 100_000;
 const MTU_SYS: u64 = 1500;
 /// The lowest pacing rate, bytes per second (`MINIMUM_RATE`: 100 kb/s).
 const MINIMUM_RATE: u64 = 12_500;
+/// A burst lasts at most 2^-12 s (about 250 µs) at the pacing rate (`prague_burst_shift`).
+const BURST_SHIFT: u32 = 12;
 
 /// Prague's parameters: Linux's module parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -127,12 +131,15 @@ pub struct Prague {
     ai_ack_increase: u64,
     /// The fractional window, 2^-20 segments.
     frac_cwnd: u64,
-    /// The pacing rate, bytes per second (`rate_bytes`).
+    /// The pacing rate, bytes per second (`rate_bytes`), and `sk_pacing_rate` (twice
+    /// that early in slow start).
     rate_bytes: u64,
-    /// Segments delivered and reported CE-marked since the start, and at the round's
-    /// start; the round ends when snd_una reaches `next_seq`.
-    delivered: u64,
-    delivered_ce: u64,
+    pacing: u64,
+    /// Segments per burst (`max_tso_burst`).
+    max_tso_burst: u64,
+    /// Segments delivered and reported CE-marked (the connection's `delivered`,
+    /// `delivered_ce`) at the round's start; the round ends when snd_una reaches
+    /// `next_seq`.
     old_delivered: u64,
     old_delivered_ce: u64,
     next_seq: u64,
@@ -162,34 +169,30 @@ impl Prague {
         self.frac_cwnd as f64 / ONE_CWND as f64
     }
 
-    /// The rate it paces at, bytes per second (`sk_pacing_rate`), once it has an RTT.
-    pub fn pacing_rate(&self, w: &Window) -> Option<u64> {
-        self.srtt?;
-        let mut rate = self.rate_bytes;
-        if w.cwnd < w.ssthresh / 2.0 {
-            rate <<= 1;
-        }
-        Some(rate)
-    }
 
     /// RFC 9331 §4.3 item 3: RTT-independent once out of slow start for a few rounds.
     fn rtt_indep(&self, w: &Window) -> bool {
         self.p.rtt_scaling && !w.in_slow_start() && self.round >= self.p.rtt_transition
     }
 
-    /// Linux's `prague_init`, at the first event of the connection.
-    fn start(&mut self, w: &Window, s: &AckSample) {
-        if self.started {
-            return;
+    /// `prague_update_pacing_rate` (the fractional-window mode): mtu / srtt per
+    /// segment of the window (or in flight), at least 100 kb/s; twice that while cwnd
+    /// < ssthresh / 2; bursts of 2^-12 s at that rate. Without an RTT sample Linux
+    /// divides by nothing: a rate so high that nothing waits.
+    fn update_pacing_rate(&mut self, w: &Window, in_flight: u64, mtu: u32) {
+        let mut rate = (1_000_000u128 << 3) * mtu as u128;
+        let srtt8 = self.srtt8();
+        if srtt8 > 0 {
+            rate /= srtt8 as u128;
         }
-        self.started = true;
-        self.upscaled_alpha = if self.p.first_mark_halves { 0 } else { MAX_ALPHA << SHIFT_G };
-        self.frac_cwnd = (w.cwnd as u64) << CWND_UNIT;
-        self.alpha_stamp = s.now;
-        self.srtt = s.srtt;
-        self.rate_bytes = MINIMUM_RATE;
-        self.ai_ack_increase = ONE_CWND;
-        // the round under way ends with the first ACK (next_seq = 0)
+        let inflight = (self.frac_cwnd >> CWND_UNIT).max(in_flight) as u128;
+        self.rate_bytes = (rate * inflight).max(MINIMUM_RATE as u128).min(u64::MAX as u128) as u64;
+        let mut pacing = self.rate_bytes;
+        if w.cwnd < (w.ssthresh / 2.0).floor() {
+            pacing = pacing.saturating_mul(2);
+        }
+        self.pacing = pacing;
+        self.max_tso_burst = ((pacing / mtu.max(1) as u64) >> BURST_SHIFT).max(1);
     }
 
     /// srtt in Linux's `srtt_us` unit, 1/8 µs.
@@ -209,10 +212,10 @@ impl Prague {
         };
     }
 
-    fn new_round(&mut self, w: &Window, s: &AckSample) {
-        self.next_seq = s.snd_nxt;
-        self.old_delivered = self.delivered;
-        self.old_delivered_ce = self.delivered_ce;
+    fn new_round(&mut self, w: &Window, c: &Conn) {
+        self.next_seq = c.snd_nxt;
+        self.old_delivered = c.delivered;
+        self.old_delivered_ce = c.delivered_ce;
         if !w.in_slow_start() {
             self.round = self.round.saturating_add(1);
         }
@@ -220,32 +223,32 @@ impl Prague {
     }
 
     /// `prague_update_alpha`: fold the round's marked fraction into alpha.
-    fn update_alpha(&mut self, w: &Window, s: &AckSample) {
+    fn update_alpha(&mut self, w: &Window, c: &Conn) {
         if self.saw_ce {
-            let mut ecn = self.delivered_ce - self.old_delivered_ce;
+            let mut ecn = c.delivered_ce - self.old_delivered_ce;
             if ecn > 0 {
-                let acked = (self.delivered - self.old_delivered).max(1);
+                let acked = (c.delivered - self.old_delivered).max(1);
                 ecn = (ecn << ALPHA_BITS) / acked;
             }
             let alpha = self.upscaled_alpha - (self.upscaled_alpha >> SHIFT_G) + ecn;
-            self.alpha_stamp = s.now;
+            self.alpha_stamp = c.now;
             self.upscaled_alpha = alpha.min(MAX_ALPHA << SHIFT_G);
         }
-        self.new_round(w, s);
+        self.new_round(w, c);
     }
 
     /// `prague_update_cwnd`: grow for the unmarked segments, then let cwnd follow the
     /// fractional window by one segment.
-    fn update_cwnd(&mut self, w: &mut Window, s: &AckSample) {
-        let mut acked = s.acked as i64;
-        if s.ce > 0 {
+    fn update_cwnd(&mut self, w: &mut Window, rs: &RateSample, c: &Conn) {
+        let mut acked = rs.acked_sacked as i64;
+        if rs.ece_delta > 0 {
             if !self.saw_ce && self.p.first_mark_halves {
                 self.frac_cwnd = (self.frac_cwnd + 1) >> 1;
             }
             self.saw_ce = true;
-            acked -= s.ce as i64;
+            acked -= rs.ece_delta as i64;
         }
-        if acked > 0 && !self.in_loss && s.cwnd_limited {
+        if acked > 0 && !self.in_loss && c.cwnd_limited {
             let mut acked = acked as u64;
             if w.in_slow_start() {
                 acked = w.slow_start(acked as f64) as u64;
@@ -259,7 +262,7 @@ impl Prague {
             if self.frac_cwnd > 0 {
                 increase = div_round(increase << CWND_UNIT, self.frac_cwnd as u128);
             }
-            increase = increase * MTU_SYS as u128 / s.packet_size.max(1) as u128;
+            increase = increase * MTU_SYS as u128 / c.packet_size.max(1) as u128;
             self.frac_cwnd += (increase as u64).max(acked);
         }
         // adjust: one segment per ACK toward ceil(frac_cwnd), at least 2
@@ -284,6 +287,27 @@ impl Prague {
 impl CongestionControl for Prague {
     /// Never called: Prague sets cwnd itself in [`CongestionControl::cong_control`].
     fn on_ack(&mut self, _w: &mut Window, _s: &AckSample) {}
+
+    /// `prague_init`, when the connection opens (with the handshake's RTT, if any).
+    fn on_init(&mut self, w: &mut Window, c: &Conn) {
+        self.started = true;
+        self.upscaled_alpha = if self.p.first_mark_halves { 0 } else { MAX_ALPHA << SHIFT_G };
+        self.frac_cwnd = (w.cwnd as u64) << CWND_UNIT;
+        self.alpha_stamp = c.now;
+        self.srtt = c.srtt;
+        self.ai_ack_increase = ONE_CWND;
+        self.saw_ce = c.delivered_ce > 0;
+        self.update_pacing_rate(w, c.in_flight, c.packet_size);
+        self.new_round(w, c);
+    }
+
+    fn pacing_rate(&self) -> Option<u64> {
+        Some(self.pacing)
+    }
+
+    fn tso_segs(&self) -> Option<u64> {
+        Some(self.max_tso_burst)
+    }
 
     /// `prague_ssthresh`: ssthresh stays; the reduction is Prague's own.
     fn on_congestion(&mut self, w: &Window, _now: Time) -> f64 {
@@ -324,22 +348,18 @@ impl CongestionControl for Prague {
     }
 
     /// `prague_cong_control`, on every ACK after the sender's state machine.
-    fn cong_control(&mut self, w: &mut Window, s: &AckSample) {
-        self.start(w, s);
-        self.srtt = s.srtt.or(self.srtt);
-        self.delivered += s.acked as u64;
-        self.delivered_ce += s.ce as u64;
-        self.update_cwnd(w, s);
-        // RTT-independent on a step AQM: alpha at most once per target RTT
-        let elapsed = s.snd_una >= self.next_seq;
-        if elapsed && (!self.rtt_indep(w) || s.now.saturating_since(self.alpha_stamp) >= self.p.rtt_target) {
-            self.update_alpha(w, s);
+    fn cong_control(&mut self, w: &mut Window, rs: &RateSample, c: &mut Conn) {
+        if !self.started {
+            self.on_init(w, c);
         }
-        // `prague_update_pacing_rate` (the fractional-window mode: the rate follows
-        // the window on every ACK)
-        let rate = (1_000_000u128 << 3) * s.packet_size as u128 / (self.srtt8().max(1) as u128);
-        let inflight = (self.frac_cwnd >> CWND_UNIT).max(s.in_flight) as u128;
-        self.rate_bytes = (rate * inflight).max(MINIMUM_RATE as u128) as u64;
+        self.srtt = c.srtt.or(self.srtt);
+        self.update_cwnd(w, rs, c);
+        // RTT-independent on a step AQM: alpha at most once per target RTT
+        let elapsed = c.snd_una >= self.next_seq;
+        if elapsed && (!self.rtt_indep(w) || c.now.saturating_since(self.alpha_stamp) >= self.p.rtt_target) {
+            self.update_alpha(w, c);
+        }
+        self.update_pacing_rate(w, c.in_flight, c.packet_size);
     }
 }
 
@@ -347,52 +367,84 @@ impl CongestionControl for Prague {
 mod tests {
     use super::*;
 
-    const MS: u64 = 1_000_000;
-
-    fn ack(now_ms: u64, snd_una: u64, snd_nxt: u64, acked: u32, ce: u32, srtt_ms: u64) -> AckSample {
-        AckSample { acked, ce, ece: ce > 0, snd_una, snd_nxt, srtt: Some(Duration::from_millis(srtt_ms)), now: Time::from_nanos(now_ms * MS), ..AckSample::at(Time::ZERO) }
+    /// ACKs as the sender hands them to Prague: the connection's running totals of
+    /// segments delivered and reported CE-marked.
+    #[derive(Default)]
+    struct Feed {
+        delivered: u64,
+        ce: u64,
     }
 
-    fn prague() -> Prague {
-        PragueParams::default().build()
+    impl Feed {
+        /// An ACK at `now_ms` delivering `acked` segments, `ce` of them reported marked.
+        #[allow(clippy::too_many_arguments)]
+        fn ack(&mut self, p: &mut Prague, w: &mut Window, now_ms: u64, snd_una: u64, snd_nxt: u64, acked: u64, ce: u64, srtt_ms: u64) {
+            self.delivered += acked;
+            self.ce += ce;
+            let now = Time::from_millis(now_ms);
+            let srtt = Some(Duration::from_millis(srtt_ms));
+            let rs = RateSample { acked_sacked: acked, ece_delta: ce, ..RateSample::default() };
+            let mut c = Conn {
+                now,
+                mss: 1460,
+                srtt,
+                min_rtt: srtt,
+                in_flight: snd_nxt - snd_una,
+                delivered: self.delivered,
+                lost: 0,
+                delivered_mstamp: now,
+                app_limited: 0,
+                ca_state: CaState::Open,
+                wstamp: now,
+                delivered_ce: self.ce,
+                snd_una,
+                snd_nxt,
+                cwnd_limited: true,
+                packet_size: 1500,
+            };
+            p.cong_control(w, &rs, &mut c);
+        }
+    }
+
+    fn prague() -> (Prague, Feed) {
+        (PragueParams::default().build(), Feed::default())
     }
 
     #[test]
     fn slow_start_grows_by_the_segments_acked_and_the_first_mark_halves() {
-        let mut p = prague();
+        let (mut p, mut f) = prague();
         let mut w = Window { cwnd: 10.0, ssthresh: 1e9 };
-        p.cong_control(&mut w, &ack(20, 2, 12, 2, 0, 20));
+        f.ack(&mut p, &mut w, 20, 2, 12, 2, 0, 20);
         assert_eq!(w.cwnd, 12.0);
         assert_eq!(p.frac_cwnd(), 12.0);
         // an ACK of 2 segments, both marked: the window is halved (6), no growth,
         // and cwnd steps down by one toward it; slow start ends
-        p.cong_control(&mut w, &ack(21, 4, 14, 2, 2, 20));
+        f.ack(&mut p, &mut w, 21, 4, 14, 2, 2, 20);
         assert_eq!(p.frac_cwnd(), 6.0);
         assert_eq!(w.cwnd, 11.0);
         assert_eq!(w.ssthresh, 11.0);
         for i in 0..10 {
-            p.cong_control(&mut w, &ack(22 + i, 5 + i, 15, 0, 0, 20));
+            f.ack(&mut p, &mut w, 22 + i, 5 + i, 15, 0, 0, 20);
         }
         assert_eq!(w.cwnd, 6.0, "one step per ACK down to the fractional window");
     }
 
     #[test]
     fn alpha_is_the_moving_average_of_the_marked_fraction_per_round() {
-        let mut p = prague();
+        let (mut p, mut f) = prague();
         let mut w = Window { cwnd: 100.0, ssthresh: 100.0 };
-        p.started = false;
         // one round of 100 segments, 10 marked (the first mark sets saw_ce)
-        p.cong_control(&mut w, &ack(0, 0, 100, 0, 0, 20));
+        f.ack(&mut p, &mut w, 0, 0, 100, 0, 0, 20);
         assert_eq!(p.next_seq, 100);
-        p.cong_control(&mut w, &ack(10, 50, 150, 90, 10, 20));
+        f.ack(&mut p, &mut w, 10, 50, 150, 90, 10, 20);
         assert_eq!(p.alpha(), 0.0, "the round is not over");
-        p.cong_control(&mut w, &ack(20, 100, 200, 10, 0, 20));
+        f.ack(&mut p, &mut w, 20, 100, 200, 10, 0, 20);
         // alpha = 0 - 0 + F = 10/100 (upscaled by 16: g F is added to alpha)
         assert!((p.alpha() - 0.1 / 16.0).abs() < 1e-6, "{}", p.alpha());
         // rounds of 10 % marks: alpha converges to 0.1
         let mut seq = 100;
         for r in 0..200u64 {
-            p.cong_control(&mut w, &ack(40 + 20 * r, seq + 100, seq + 200, 100, 10, 20));
+            f.ack(&mut p, &mut w, 40 + 20 * r, seq + 100, seq + 200, 100, 10, 20);
             seq += 100;
         }
         assert!((p.alpha() - 0.1).abs() < 1e-3, "{}", p.alpha());
@@ -400,9 +452,9 @@ mod tests {
 
     #[test]
     fn an_echo_cuts_the_fractional_window_by_alpha_over_two_once_per_round() {
-        let mut p = prague();
+        let (mut p, mut f) = prague();
         let mut w = Window { cwnd: 100.0, ssthresh: 100.0 };
-        p.cong_control(&mut w, &ack(0, 0, 100, 0, 0, 20));
+        f.ack(&mut p, &mut w, 0, 0, 100, 0, 0, 20);
         p.saw_ce = true;
         p.upscaled_alpha = (MAX_ALPHA / 4) << SHIFT_G; // alpha = 1/4
         let before = p.frac_cwnd();
@@ -410,7 +462,7 @@ mod tests {
         assert!((p.frac_cwnd() - before * (1.0 - 0.125)).abs() < 1e-6, "{} -> {}", before, p.frac_cwnd());
         // cwnd follows by one segment per ACK
         let c = w.cwnd;
-        p.cong_control(&mut w, &ack(6, 1, 101, 0, 0, 20));
+        f.ack(&mut p, &mut w, 6, 1, 101, 0, 0, 20);
         assert_eq!(w.cwnd, c - 1.0);
     }
 
@@ -421,58 +473,66 @@ mod tests {
         // RTT-independent, by (RTT / 25 ms)^2 of a segment per RTT, i.e. one segment
         // per 25 ms of time.
         for (rtt_ms, per_rtt_late) in [(5u64, 1.0 / 25.0), (10, 4.0 / 25.0), (20, 16.0 / 25.0), (40, 1.0)] {
-            let mut p = prague();
+            let (mut p, mut f) = prague();
             let mut w = Window { cwnd: 50.0, ssthresh: 50.0 };
-            p.cong_control(&mut w, &ack(0, 0, 50, 0, 0, rtt_ms)); // the connection starts
+            f.ack(&mut p, &mut w, 0, 0, 50, 0, 0, rtt_ms); // the connection starts
             let (mut seq, mut t) = (0u64, 0u64);
-            let mut round = |p: &mut Prague, w: &mut Window| {
+            let mut round = |p: &mut Prague, f: &mut Feed, w: &mut Window| {
                 let n = w.cwnd as u64;
                 let before = p.frac_cwnd();
                 for _ in 0..n {
                     seq += 1;
-                    p.cong_control(w, &ack(t, seq, seq + n, 1, 0, rtt_ms));
+                    f.ack(p, w, t, seq, seq + n, 1, 0, rtt_ms);
                 }
                 t += rtt_ms;
                 p.frac_cwnd() - before
             };
-            let first = round(&mut p, &mut w);
+            let first = round(&mut p, &mut f, &mut w);
             assert!((first - 1.0).abs() < 0.05, "rtt {rtt_ms}: first round grew {first}");
             for _ in 0..6 {
-                round(&mut p, &mut w);
+                round(&mut p, &mut f, &mut w);
             }
-            let late = round(&mut p, &mut w);
+            let late = round(&mut p, &mut f, &mut w);
             assert!((late - per_rtt_late).abs() < 0.03 * per_rtt_late.max(0.1), "rtt {rtt_ms}: {late} per RTT, expected {per_rtt_late}");
         }
     }
 
     #[test]
     fn marked_segments_do_not_grow_the_window_and_a_loss_halves_it_and_stops_growth() {
-        let mut p = prague();
+        let (mut p, mut f) = prague();
         let mut w = Window { cwnd: 40.0, ssthresh: 40.0 };
-        p.cong_control(&mut w, &ack(0, 0, 40, 0, 0, 20));
+        f.ack(&mut p, &mut w, 0, 0, 40, 0, 0, 20);
         p.saw_ce = true;
-        let f = p.frac_cwnd();
-        p.cong_control(&mut w, &ack(1, 2, 42, 2, 2, 20));
-        assert_eq!(p.frac_cwnd(), f, "two segments, both marked: no increase");
+        let half = p.frac_cwnd();
+        f.ack(&mut p, &mut w, 1, 2, 42, 2, 2, 20);
+        assert_eq!(p.frac_cwnd(), half, "two segments, both marked: no increase");
         p.set_state(&mut w, CaState::Recovery, Time::from_millis(2));
-        assert_eq!(p.frac_cwnd(), f / 2.0);
-        p.cong_control(&mut w, &ack(3, 4, 44, 2, 0, 20));
-        assert_eq!(p.frac_cwnd(), f / 2.0, "no increase while recovering from a loss");
+        assert_eq!(p.frac_cwnd(), half / 2.0);
+        f.ack(&mut p, &mut w, 3, 4, 44, 2, 0, 20);
+        assert_eq!(p.frac_cwnd(), half / 2.0, "no increase while recovering from a loss");
         p.set_state(&mut w, CaState::Open, Time::from_millis(4));
-        p.cong_control(&mut w, &ack(5, 6, 46, 2, 0, 20));
-        assert!(p.frac_cwnd() > f / 2.0);
+        f.ack(&mut p, &mut w, 5, 6, 46, 2, 0, 20);
+        assert!(p.frac_cwnd() > half / 2.0);
     }
 
     #[test]
     fn it_paces_at_the_window_per_rtt_and_twice_that_early_in_slow_start() {
-        let mut p = prague();
+        let (mut p, mut f) = prague();
         let mut w = Window { cwnd: 100.0, ssthresh: 100.0 };
-        p.cong_control(&mut w, &ack(0, 0, 100, 0, 0, 20));
-        // 100 segments of 1500 B per 20 ms = 7.5 MB/s
-        let r = p.pacing_rate(&w).unwrap() as f64;
+        f.ack(&mut p, &mut w, 0, 0, 100, 0, 0, 20);
+        // 100 segments of 1500 B per 20 ms = 7.5 MB/s, in bursts of 250 µs: 1.8
+        // segments, so one (7.5e6 / 1500 = 5000 segments/s, >> 12 = 1)
+        let r = p.pacing_rate().unwrap() as f64;
         assert!((r / 7.5e6 - 1.0).abs() < 0.02, "{r}");
-        let w2 = Window { cwnd: 10.0, ssthresh: 1e9 };
-        assert_eq!(p.pacing_rate(&w2).unwrap(), 2 * p.rate_bytes);
+        assert_eq!(p.tso_segs(), Some(1));
+        // early in slow start (cwnd < ssthresh / 2) twice that
+        p.update_pacing_rate(&Window { cwnd: 10.0, ssthresh: 1e9 }, 0, 1500);
+        assert_eq!(p.pacing_rate(), Some(2 * p.rate_bytes));
+        // before any RTT sample: no division, nothing waits
+        let mut q = PragueParams::default().build();
+        q.frac_cwnd = 10 << CWND_UNIT;
+        q.update_pacing_rate(&Window { cwnd: 10.0, ssthresh: 1e9 }, 0, 1500);
+        assert!(q.pacing_rate().unwrap() > 1_000_000_000);
     }
 
     #[test]
