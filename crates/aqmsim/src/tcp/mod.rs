@@ -104,7 +104,7 @@ pub struct TcpConfig {
     /// Pace the sender as Linux's internal pacing does (`tcp/pacing.rs`): bursts of
     /// about 1 ms of the pacing rate, spaced by their length over the rate. Linux
     /// paces CUBIC and Reno only under the fq qdisc or when asked, so off by default;
-    /// a controller that sets its own pacing rate (BBR) paces whatever this says.
+    /// a controller that sets its own pacing rate (BBR, Prague) paces whatever this says.
     pub pacing: bool,
     /// Pacing rate in slow start (cwnd below half of ssthresh), percent of cwnd per
     /// srtt (Linux `net.ipv4.tcp_pacing_ss_ratio`: 200).
