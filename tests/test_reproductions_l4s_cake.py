@@ -27,14 +27,14 @@ def test_the_share_of_the_single_flow_host_by_hand():
 
 
 def test_the_grids_cross_what_they_say():
-    g, _ = rp.grid_for(rp.get("l4s-coexistence"), quick=False)
+    g = rp.grid_for(rp.get("l4s-coexistence"), quick=False)
     assert g.size() == 2 * 4 * 2 * 3  # senders x RTTs x flow counts x seeds
     runs = g.plan().runs
     dctcp = next(r for r in runs if r.params["Sender"] == "DCTCP")
     assert dctcp.scenario["bottleneck"]["aqm"]["any_ect"] is True and dctcp.scenario["flows"][1]["tcp"]["ecn"] is False
     rtt80 = next(r for r in runs if r.params["RTT"] == "80 ms")
     assert rtt80.scenario["bottleneck"]["delay"] == "39ms"
-    g, _ = rp.grid_for(rp.get("cake-isolation"), quick=False)
+    g = rp.grid_for(rp.get("cake-isolation"), quick=False)
     assert g.size() == len(cake_isolation.MODES) * 2 * 3
 
 
