@@ -39,12 +39,12 @@ from .links import (  # noqa: F401
     link_series, queue_delays, utilization,
 )
 from .rfc7928 import delay_cv, ipdv_ms, loss_sync, tcp_goodput  # noqa: F401
-from .runs import DEQUEUES, _ns, duration_ns, kinds_of, resolve_link, setting_ns, warmup_s  # noqa: F401
+from .runs import DEQUEUES, _ns, duration_ns, ecn_codepoints, kinds_of, resolve_link, setting_ns, warmup_s  # noqa: F401
 from .stats import (  # noqa: F401
     DOWNLOAD_PERCENTILES, EWMA_TAU_S, GOODPUT_PERCENTILES, HIST_NOTE, MAX_SAMPLES_PER_RUN, OWD_PERCENTILES, QUEUE_PERCENTILES,
     UTIL_PERCENTILES, distribution, ecdf_points, ewma, hist_distribution, histogram, jain_index, thin,
 )
 from .summary import (  # noqa: F401
     HEADLINE, PERCENT, download_times, get, goodput_windows, headline, headline_columns, headline_values, is_trace_link,
-    link_summary, link_utilization, primary_link_of, summarize, utilization_samples,
+    aqm_counters, link_summary, link_utilization, primary_link_of, summarize, utilization_samples,
 )

@@ -33,6 +33,14 @@ def duration_ns(text: str) -> int:
 _ns = duration_ns
 
 
+def ecn_codepoints() -> list[str]:
+    """The ECN codepoints' names in the order of the per-codepoint counters (the
+    schema's `ecn` code table): not_ect, ect0, ect1, ce."""
+    from ..results import codes
+
+    return codes("ecn")
+
+
 @functools.cache
 def kinds_of(family: str) -> tuple[str, ...]:
     """The traffic kinds of a family, as the core's registry says: "bulk" (long-lived

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .runs import _ns, kinds_of
+from .runs import _ns, ecn_codepoints, kinds_of
 from .stats import DOWNLOAD_PERCENTILES, GOODPUT_PERCENTILES, HIST_NOTE, OWD_PERCENTILES, QUEUE_PERCENTILES, UTIL_PERCENTILES, _num, distribution, histogram, jain_index
 
 
@@ -188,6 +188,31 @@ def link_summary(result: Any, li: int) -> dict[str, Any]:
     out["drop_rate"] = sum(st["drops"]) / st["arrivals"] if st["arrivals"] else None
     total = sum(st["drops"])
     out["drop_shares"] = {k: (v / total if total else None) for k, v in drops.items()}
+    if "ecn_arrived" in st:
+        out["ecn"] = {
+            "arrived": dict(zip(ecn_codepoints(), st["ecn_arrived"])),
+            "departed": dict(zip(ecn_codepoints(), st["ecn_dequeued"])),
+        }
+    if ln.get("counters"):
+        out["queues"] = aqm_counters(ln["counters"])
+    return out
+
+
+def aqm_counters(counters: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """An AQM's own end-of-run figures by sub-queue (DualPI2's `l` and `c`; `all`
+    for the whole): counts as they are, times in ms, and each queue's mean sojourn
+    when it keeps a total."""
+    out: dict[str, dict[str, Any]] = {}
+    for c in counters:
+        q = out.setdefault(c["queue"] or "all", {})
+        (kind, v), = c["value"].items()
+        if kind == "nanos":
+            q[f"{c['name']}_ms"] = v / 1e6
+        else:
+            q[c["name"]] = v
+    for q in out.values():
+        if "sojourn_total_ms" in q and q.get("dequeued"):
+            q["sojourn_mean_ms"] = q["sojourn_total_ms"] / q["dequeued"]
     return out
 
 
@@ -213,7 +238,7 @@ def summarize(result: Any) -> dict[str, Any]:
         if is_trace_link(result.raw["link_series"], 0):
             bottleneck["trace"] = (sc["bottleneck"].get("trace") or {}).get("file", "inline")
         # the headline block keeps its historical key order
-        order = ["aqm", "rate_mbps", "delay_ms", "buffer_packets", "buffer_bytes", "queue_delay_ms", "queue_delay_note", "trace", "capacity_mbps", "utilization", "packets", "drops", "marks", "drop_rate", "drop_shares"]
+        order = ["aqm", "rate_mbps", "delay_ms", "buffer_packets", "buffer_bytes", "queue_delay_ms", "queue_delay_note", "trace", "capacity_mbps", "utilization", "packets", "drops", "marks", "drop_rate", "drop_shares", "ecn", "queues"]
         bottleneck = {k: bottleneck[k] for k in order if k in bottleneck}
 
     classes: dict[str, Any] = {}
@@ -260,6 +285,10 @@ def summarize(result: Any) -> dict[str, Any]:
             "drops": int(dropped),
             "ack_drops": int(fl["ack_drops"][sel].sum()),
             "marks": int(fl["marks"][sel].sum()),
+            "ecn": {
+                "sent": {cp: int(fl[f"sent_{cp}"][sel].sum()) for cp in ecn_codepoints()},
+                "received": {cp: int(fl[f"received_{cp}"][sel].sum()) for cp in ecn_codepoints()},
+            },
             "retransmits": int(fl["retransmits"][sel].sum()),
             "timeouts": int(fl["timeouts"][sel].sum()),
         }

@@ -46,8 +46,11 @@ STYLES: dict[str, dict[str, Any]] = {
               "lines.linewidth": 1.0, "font.family": "serif", "savefig.dpi": 300, "pdf.fonttype": 42, "ps.fonttype": 42},
     "slides": {**BASE, "font.size": 14, "axes.titlesize": 14, "legend.fontsize": 12, "lines.linewidth": 2.2},
 }
-# a figure's size in each style, as a scale of its "report" size (paper: one 3.5 in column)
-SCALE = {"report": 1.0, "paper": 0.55, "slides": 1.45}
+# a figure's size in each style, as a scale of its "report" size: a one-panel paper
+# figure is one 3.5 in column wide (4.2 in x 0.833), a wider one at most the 7.16 in
+# of a two-column page (IEEE and ACM templates)
+SCALE = {"report": 1.0, "paper": 3.5 / 4.2, "slides": 1.45}
+PAPER_MAX_WIDTH = 7.16
 STYLE = STYLES["report"]
 
 
@@ -107,7 +110,8 @@ def figure_class() -> Any:
 def _figure(opt: Options, w: float, h: float, rows: int = 1, cols: int = 1, **kw: Any):
     """A constrained-layout Figure (not registered with pyplot) and its axes grid."""
     s = SCALE.get(opt.style, 1.0)
-    fig = figure_class()(figsize=(opt.width or w * s, opt.height or h * s), layout="constrained")
+    width = w * s if opt.style != "paper" else min(w * s, PAPER_MAX_WIDTH)
+    fig = figure_class()(figsize=(opt.width or width, opt.height or h * s), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False, **kw)
     return fig, axes
 

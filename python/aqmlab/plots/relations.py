@@ -186,7 +186,7 @@ def drop_causes(series, opt):
         handles += [Line2D([], [], color=s.color, marker=MARKERS[i % len(MARKERS)], mec="black", ls="") for i, (s, _) in enumerate(data)]
         labels += [f"median: {_label(s, opt)}" for s, _ in data]
     _legend(fig, handles, labels)
-    ax.set_xlabel("queueing delay when the drop happened (ms): bar 5th–95th percentile, marker the median")
+    ax.set_xlabel("queueing delay at the drop (ms): 5th–95th percentile bar, median marker")
     ax.set_ylabel("share of the drops")
     ax.set_ylim(-0.02, 1.05)
     ax.set_xlim(left=0)
