@@ -435,6 +435,15 @@ class RunResult(Run):
 
         from . import manifest as _manifest
 
+        # pyarrow registers most of its compute kernels when pyarrow.compute is first
+        # imported, into a registry that lookups do not lock; the Parquet writer looks
+        # kernels up ("unique", "take") with the GIL released. Were the first import to
+        # happen in another thread (the report's drawing, the CLI's prewarm) while the
+        # writer runs, a lookup could miss: "No function registered with name: unique".
+        # Importing it here, before the writer starts, closes that window (the import
+        # waits for another thread's import of it to finish).
+        import pyarrow.compute  # noqa: F401
+
         md = self.table_metadata()
         tables = [(name, getattr(self, name)) for name in TABLES]  # built here, before the writer thread reads them
         failure: list[BaseException] = []
