@@ -233,9 +233,9 @@ def run_kernel(case: Case, over: Sequence[str], seed: int, dest: str) -> dict[st
 
 
 def _get(summary: dict[str, Any], key: str) -> Optional[float]:
-    from ..comparison import _get as lookup
+    from ..measures import get
 
-    v = lookup(summary, key)
+    v = get(summary, key)
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
