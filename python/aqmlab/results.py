@@ -44,6 +44,8 @@ def _ms(ns: np.ndarray) -> pa.Array:
     return pa.array(ns / 1e6, mask=ns < 0)
 
 
+# Per-flow loss-recovery counters only the simulator has (docs/outputs.md).
+SIM_RECOVERY_COUNTERS = ("loss_probes", "loss_probe_recoveries", "dsacks", "undos", "spurious_rtos", "lost_retransmits")
 _DTYPES = {"u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "i64": np.int64, "f64": np.float64, "bool": np.bool_}
 
 
@@ -202,6 +204,9 @@ class RunResult(Run):
                 "timeouts": pa.array(f["timeouts"]),
                 "recoveries": pa.array(f["recoveries"]),
                 "ecn_reductions": pa.array(f["ecn_reductions"]),
+                # the simulator's loss-recovery counters (an emulated run's are the
+                # kernel's, in summary.json's emulation block)
+                **{k: pa.array(f[k]) for k in SIM_RECOVERY_COUNTERS if k in f},
                 "drops": pa.array(f["drops"]),
                 "ack_drops": pa.array(f["ack_drops"]),
                 "marks": pa.array(f["marks"]),

@@ -1,5 +1,6 @@
 //! The TCP receiver: cumulative ACKs with SACK blocks (Mathis, Mahdavi, Floyd &
-//! Romanow, RFC 2018), delayed ACKs (RFC 5681 §4.2, RFC 1122 §4.2.3.2) with Linux's
+//! Romanow, RFC 2018) and D-SACK (Floyd, Mahdavi, Mathis & Podolsky, RFC 2883),
+//! delayed ACKs (RFC 5681 §4.2, RFC 1122 §4.2.3.2) with Linux's
 //! quick-ACK start, and an advertised window that does not limit by default.
 
 use aqm::Time;
@@ -26,6 +27,8 @@ pub struct ReceiverStats {
     pub out_of_order: u64,
     pub acks_sent: u64,
     pub ce_received: u64,
+    /// ACKs that carried a D-SACK block.
+    pub dsacks_sent: u64,
 }
 
 pub struct TcpReceiver {
@@ -35,6 +38,9 @@ pub struct TcpReceiver {
     delack_timeout: aqm::Duration,
     quickack_left: u32,
     sack: bool,
+    dsack: bool,
+    /// A D-SACK block for the next ACK (RFC 2883 §4: the duplicate's range).
+    pending_dsack: Option<(u64, u64)>,
     header: u32,
     /// The largest window to advertise (a fixed window, or unlimited).
     rwnd: u64,
@@ -80,6 +86,8 @@ impl TcpReceiver {
             delack_timeout: cfg.delack_timeout,
             quickack_left: cfg.quickack,
             sack: cfg.sack,
+            dsack: cfg.sack && cfg.dsack,
+            pending_dsack: None,
             header: cfg.header.0 as u32,
             rwnd: cfg.receive_window.map_or(UNLIMITED_WINDOW, |w| w.0),
             window: cfg.receiver.build(cfg.mss.0),
@@ -147,8 +155,12 @@ impl TcpReceiver {
             self.ts_recent = self.ts_recent.max(p.sent_at.as_nanos());
         }
         if seq < self.rcv_nxt || self.holds(seq) {
-            // A duplicate: ACK at once so the sender learns what arrived.
+            // A duplicate: ACK at once so the sender learns what arrived, with a
+            // D-SACK block (RFC 2883; Linux tcp_data_queue).
             self.stats.duplicates += 1;
+            if self.dsack {
+                self.pending_dsack = Some((seq, seq + 1));
+            }
             self.send_ack(now, out);
             return;
         }
@@ -257,17 +269,26 @@ impl TcpReceiver {
         }
     }
 
-    /// SACK blocks: the block holding the most recent arrival first, then the blocks
-    /// of earlier arrivals (RFC 2018 §4).
-    fn sack_blocks(&self) -> SackBlocks {
+    /// SACK blocks: a D-SACK block first if a duplicate just arrived (RFC 2883 §4),
+    /// then the block holding the most recent arrival, then the blocks of earlier
+    /// arrivals (RFC 2018 §4).
+    fn sack_blocks(&mut self) -> SackBlocks {
         let mut blocks = SackBlocks::default();
-        if !self.sack || self.ooo.is_empty() {
-            // nothing held above rcv_nxt: no blocks (the usual case, checked first)
+        if !self.sack {
+            return blocks;
+        }
+        if let Some((s, e)) = self.pending_dsack.take() {
+            blocks.push(self.rcv_nxt, s, e);
+            self.stats.dsacks_sent += 1;
+        }
+        if self.ooo.is_empty() {
+            // nothing held above rcv_nxt: no more blocks (the usual case)
             return blocks;
         }
         let mut used: [Option<u64>; SackBlocks::MAX] = [None; SackBlocks::MAX];
+        let mut nused = 0;
         for seq in self.recent.iter().flatten() {
-            if *seq < self.rcv_nxt {
+            if *seq < self.rcv_nxt || blocks.len() == SackBlocks::MAX {
                 continue;
             }
             if let Ok(i) = self.find(*seq) {
@@ -275,7 +296,8 @@ impl TcpReceiver {
                 if used.iter().flatten().any(|&s| s == r.start) {
                     continue;
                 }
-                used[blocks.len()] = Some(r.start);
+                used[nused] = Some(r.start);
+                nused += 1;
                 blocks.push(self.rcv_nxt, r.start, r.end);
             }
         }
@@ -287,7 +309,10 @@ impl TcpReceiver {
             if used.iter().flatten().any(|&s| s == r.start) {
                 continue;
             }
-            used[blocks.len()] = Some(r.start);
+            if nused < used.len() {
+                used[nused] = Some(r.start);
+                nused += 1;
+            }
             blocks.push(self.rcv_nxt, r.start, r.end);
         }
         blocks
@@ -434,5 +459,34 @@ mod tests {
         assert_eq!(r.completed_at, None);
         r.on_packet(&data(1), Time::from_millis(3), &mut out);
         assert_eq!(r.completed_at, Some(Time::from_millis(3)));
+    }
+
+    #[test]
+    fn duplicates_are_reported_with_a_dsack_block() {
+        // RFC 2883 §4: the first block of the ACK for a duplicate is the duplicate,
+        // below the cumulative ACK; it is reported once.
+        let mut r = rx(16);
+        let mut out = Vec::new();
+        for s in 0..4 {
+            r.on_packet(&data(s), Time::ZERO, &mut out);
+        }
+        out.clear();
+        r.on_packet(&data(1), Time::from_millis(1), &mut out);
+        assert_eq!(out.len(), 1);
+        let a = &out[0];
+        assert_eq!(a.seq, 4);
+        assert_eq!(a.sack.iter(a.seq).collect::<Vec<_>>(), vec![(1, 2)]);
+        r.on_packet(&data(4), Time::from_millis(2), &mut out);
+        assert!(out[1].sack.is_empty(), "reported once");
+        assert_eq!(r.stats.dsacks_sent, 1);
+        // a duplicate of held out-of-order data: D-SACK block first, then the SACK
+        // block that holds it (RFC 2883 §4.2)
+        let mut r = rx(16);
+        let mut out = Vec::new();
+        for s in [0, 2, 3, 2] {
+            r.on_packet(&data(s), Time::ZERO, &mut out);
+        }
+        let a = out.last().unwrap();
+        assert_eq!(a.sack.iter(a.seq).collect::<Vec<_>>(), vec![(2, 3), (2, 4)]);
     }
 }

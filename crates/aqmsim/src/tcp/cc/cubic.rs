@@ -256,7 +256,8 @@ impl CongestionControl for Cubic {
         (w.cwnd * self.p.beta).max(2.0)
     }
 
-    fn on_timeout(&mut self, _w: &Window, now: Time) {
+    fn on_timeout(&mut self, _w: &Window, s: &AckSample) {
+        let now = s.now;
         // Linux `bictcp_state(TCP_CA_Loss)`: forget W_max and the epoch, restart
         // HyStart (RFC 9438 §4.8 leaves the details to the implementation).
         self.reset(now, 0);
@@ -282,8 +283,7 @@ mod tests {
             rtt: Some(Duration::from_millis(min_rtt_ms)),
             min_rtt: Some(Duration::from_millis(min_rtt_ms)),
             cwnd_limited: true,
-            snd_una: 0,
-            snd_nxt: 0,
+            ..AckSample::default()
         }
     }
 
@@ -306,11 +306,11 @@ mod tests {
     #[test]
     fn window_follows_the_cubic_function_after_a_loss() {
         let mut cc = Cubic::new(CubicParams { reno_friendly: false, ..CubicParams::default() });
-        let mut w = Window { cwnd: 100.0, ssthresh: 1e9 };
+        let mut w = Window::new(100.0, 1e9);
         let ss = cc.on_congestion(&w, Time::ZERO);
         assert!((ss - 70.0).abs() < 1e-9);
         assert_eq!(cc.w_max(), 100.0);
-        w = Window { cwnd: ss, ssthresh: ss };
+        w = Window::new(ss, ss);
         let start = Time::from_secs(1);
         let mut checked = 0;
         drive(&mut cc, &mut w, start, 8.0, 100, |t, cc, w| {
@@ -329,15 +329,15 @@ mod tests {
     #[test]
     fn fast_convergence_lowers_w_max_when_loss_comes_early() {
         let mut cc = Cubic::new(CubicParams::default());
-        cc.on_congestion(&Window { cwnd: 100.0, ssthresh: 1e9 }, Time::ZERO);
+        cc.on_congestion(&Window::new(100.0, 1e9), Time::ZERO);
         // next loss at 80 < W_max = 100: W_max = 80 * (1 + 0.7) / 2 = 68
-        let ss = cc.on_congestion(&Window { cwnd: 80.0, ssthresh: 70.0 }, Time::ZERO);
+        let ss = cc.on_congestion(&Window::new(80.0, 70.0), Time::ZERO);
         assert!((cc.w_max() - 68.0).abs() < 1e-9);
         assert!((ss - 56.0).abs() < 1e-9);
         // without fast convergence W_max is the window at loss
         let mut cc = Cubic::new(CubicParams { fast_convergence: false, ..CubicParams::default() });
-        cc.on_congestion(&Window { cwnd: 100.0, ssthresh: 1e9 }, Time::ZERO);
-        cc.on_congestion(&Window { cwnd: 80.0, ssthresh: 70.0 }, Time::ZERO);
+        cc.on_congestion(&Window::new(100.0, 1e9), Time::ZERO);
+        cc.on_congestion(&Window::new(80.0, 70.0), Time::ZERO);
         assert_eq!(cc.w_max(), 80.0);
     }
 
@@ -349,9 +349,9 @@ mod tests {
         // per RTT (RFC 9438 §4.3): after 1 s (10 RTTs), 10 + 4.33 = 14.33 segments,
         // far above W_cubic(1 s) = 9.65.
         let mut cc = Cubic::new(CubicParams { alpha_to_one: true, ..CubicParams::default() });
-        let mut w = Window { cwnd: 10.0, ssthresh: 1e9 };
+        let mut w = Window::new(10.0, 1e9);
         let ss = cc.on_congestion(&w, Time::ZERO);
-        w = Window { cwnd: ss, ssthresh: ss };
+        w = Window::new(ss, ss);
         drive(&mut cc, &mut w, Time::ZERO, 1.0, 100, |_, _, _| {});
         let alpha = 3.0 * 0.3 / 1.7;
         let expect = 10.0 + (10.0 - 3.0 / alpha);
@@ -359,18 +359,18 @@ mod tests {
         assert!(w.cwnd > cc.w_cubic(1.0) + 3.0);
         // without the Reno-friendly region, cwnd stays on the flat cubic curve
         let mut cc = Cubic::new(CubicParams { reno_friendly: false, ..CubicParams::default() });
-        let mut w = Window { cwnd: 10.0, ssthresh: 1e9 };
+        let mut w = Window::new(10.0, 1e9);
         let ss = cc.on_congestion(&w, Time::ZERO);
-        w = Window { cwnd: ss, ssthresh: ss };
+        w = Window::new(ss, ss);
         drive(&mut cc, &mut w, Time::ZERO, 1.0, 100, |_, _, _| {});
         assert!(w.cwnd < 10.5, "{}", w.cwnd);
         // as Linux (no switch to 1, the default): W_est grows by alpha for all 10
         // RTTs, 7 + 5.29
         let mut cc = Cubic::new(CubicParams::default());
         assert!(!CubicParams::default().alpha_to_one);
-        let mut w = Window { cwnd: 10.0, ssthresh: 1e9 };
+        let mut w = Window::new(10.0, 1e9);
         let ss = cc.on_congestion(&w, Time::ZERO);
-        w = Window { cwnd: ss, ssthresh: ss };
+        w = Window::new(ss, ss);
         drive(&mut cc, &mut w, Time::ZERO, 1.0, 100, |_, _, _| {});
         let expect = 7.0 + 10.0 * alpha;
         assert!((w.cwnd - expect).abs() < 0.5, "cwnd {} vs {expect}", w.cwnd);
@@ -381,7 +381,7 @@ mod tests {
         // min RTT 100 ms: threshold = clamp(100/8, 4, 16) = 12.5 ms. Samples of 110 ms
         // stay in slow start; 113 ms samples end it after the 8 samples of a round.
         let mut cc = Cubic::new(CubicParams::default());
-        let mut w = Window { cwnd: 32.0, ssthresh: 1e9 };
+        let mut w = Window::new(32.0, 1e9);
         let mut s = sample(Time::from_millis(1000), 1, 100);
         s.min_rtt = Some(Duration::from_millis(100));
         for i in 0..20 {
@@ -409,7 +409,7 @@ mod tests {
     fn hystart_ack_train_ends_slow_start() {
         // ACKs 1 ms apart for more than min_rtt/2 = 20 ms (min RTT 40 ms).
         let mut cc = Cubic::new(CubicParams::default());
-        let mut w = Window { cwnd: 64.0, ssthresh: 1e9 };
+        let mut w = Window::new(64.0, 1e9);
         let mut s = sample(Time::from_millis(500), 1, 40);
         s.snd_una = 1;
         s.snd_nxt = 1000;
@@ -426,8 +426,8 @@ mod tests {
     #[test]
     fn timeout_forgets_w_max() {
         let mut cc = Cubic::new(CubicParams::default());
-        cc.on_congestion(&Window { cwnd: 50.0, ssthresh: 1e9 }, Time::ZERO);
-        cc.on_timeout(&Window { cwnd: 35.0, ssthresh: 35.0 }, Time::ZERO);
+        cc.on_congestion(&Window::new(50.0, 1e9), Time::ZERO);
+        cc.on_timeout(&Window::new(35.0, 35.0), &AckSample::default());
         assert_eq!(cc.w_max(), 0.0);
     }
 }

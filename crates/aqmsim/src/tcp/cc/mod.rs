@@ -5,9 +5,16 @@
 //! control is its own file (parameters with a [`CcParams`] impl, a
 //! [`CongestionControl`] impl, its tests) and one line in that list.
 //!
-//! The window is counted in segments, as in Linux and RFC 9438, and kept as `f64`
-//! so that per-ACK increments of a fraction of a segment accumulate exactly as the
-//! RFC formulas say. The sender may transmit while `pipe < floor(cwnd)`.
+//! The window is counted in segments, as in Linux. It is kept as `f64`, but Linux's
+//! controllers (Reno, CUBIC, BBR) keep it a whole number, growing it through
+//! `snd_cwnd_cnt` ([`Window::cong_avoid_ai`]) as `tcp_cong.c` does. The sender may
+//! transmit while `pipe < floor(cwnd)`.
+//!
+//! The trait's hooks are Linux's `struct tcp_congestion_ops`: `cong_avoid`
+//! ([`CongestionControl::on_ack`]), `ssthresh` (`on_congestion`), `set_state` on a
+//! timeout (`on_timeout`), `pkts_acked` (`on_rtt`), `cwnd_event` (`on_event`),
+//! `undo_cwnd` and `init`. Each defaults to what Linux does for a controller that
+//! leaves it out.
 
 pub mod bbr;
 pub mod cubic;
@@ -25,25 +32,48 @@ pub use reno::{Reno, RenoParams};
 /// "Infinite" slow-start threshold (Linux `TCP_INFINITE_SSTHRESH`).
 pub const INFINITE_SSTHRESH: f64 = 1e9;
 
-/// Congestion window and slow-start threshold, in segments.
+/// Congestion window and slow-start threshold, in segments, and Linux's
+/// `snd_cwnd_cnt`: the segments acked toward the next additive increase.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Window {
     pub cwnd: f64,
     pub ssthresh: f64,
+    /// Segments acknowledged since cwnd last grew in congestion avoidance
+    /// (`tp->snd_cwnd_cnt`, reset whenever a reduction starts).
+    pub cnt: u32,
 }
 
 impl Window {
+    pub fn new(cwnd: f64, ssthresh: f64) -> Window {
+        Window { cwnd, ssthresh, cnt: 0 }
+    }
     pub fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh
     }
     /// RFC 5681 §3.1 slow start with appropriate byte counting (RFC 3465, L = all
-    /// acked data, as Linux's `tcp_slow_start`): grow by the segments acked, up to
+    /// acked data), as Linux's `tcp_slow_start`: grow by the segments acked, up to
     /// ssthresh. Returns the acked segments left over for congestion avoidance.
     pub fn slow_start(&mut self, acked: f64) -> f64 {
         let room = (self.ssthresh - self.cwnd).max(0.0);
         let grow = acked.min(room);
         self.cwnd += grow;
         acked - grow
+    }
+
+    /// Linux `tcp_cong_avoid_ai`: one segment more for every `w` segments acked,
+    /// counted in `cnt`, so that cwnd stays a whole number of segments.
+    pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
+        let w = w.max(1);
+        if self.cnt >= w {
+            self.cnt = 0;
+            self.cwnd += 1.0;
+        }
+        self.cnt += acked;
+        if self.cnt >= w {
+            let delta = self.cnt / w;
+            self.cnt -= delta * w;
+            self.cwnd += delta as f64;
+        }
     }
 
     /// The shared first step of every controller's `on_ack`: no growth unless the
@@ -61,40 +91,119 @@ impl Window {
     }
 }
 
-/// What an ACK tells the controller.
-#[derive(Clone, Copy, Debug)]
+/// Linux's congestion states (`enum tcp_ca_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum CaState {
+    #[default]
+    Open,
+    /// Some segments SACKed or duplicate ACKs seen, no loss detected yet.
+    Disorder,
+    /// Reducing after an ECN echo (RFC 3168 §6.1.2) or a loss repaired by a tail
+    /// loss probe; cwnd set by PRR, no retransmission.
+    Cwr,
+    /// Fast recovery (RACK-TLP, RFC 8985; RFC 6675; RFC 6582), cwnd set by PRR.
+    Recovery,
+    /// After a retransmission timeout, until everything sent before it is acked.
+    Loss,
+}
+
+impl CaState {
+    /// The code of the flow series' `ca_state` column (results.py CA_STATES: open,
+    /// recovery, loss, cwr); Disorder is recorded as open.
+    pub fn code(self) -> u8 {
+        match self {
+            CaState::Open | CaState::Disorder => 0,
+            CaState::Recovery => 1,
+            CaState::Loss => 2,
+            CaState::Cwr => 3,
+        }
+    }
+}
+
+/// What an ACK tells the controller, with the connection's state after it (the
+/// fields of `struct tcp_sock` that Linux's controllers read).
+#[derive(Clone, Copy, Debug, Default)]
 pub struct AckSample {
     pub now: Time,
     /// Segments newly delivered by this ACK (cumulatively acked or SACKed).
     pub acked: u32,
-    /// Round-trip time sample from this ACK, if it gave one.
+    /// Round-trip time sample from this ACK (of the most recently sent segment it
+    /// delivered), if it gave one.
     pub rtt: Option<Duration>,
-    /// Smallest RTT seen on the connection.
+    /// Smallest RTT seen on the connection (`tcp_min_rtt`).
     pub min_rtt: Option<Duration>,
+    /// Smoothed RTT.
+    pub srtt: Option<Duration>,
     /// The sender was limited by cwnd (not by the application or the receiver), so
     /// growth is allowed (RFC 7661, Linux `tcp_is_cwnd_limited`).
     pub cwnd_limited: bool,
     /// Highest cumulatively acked segment and next new segment, for round tracking.
     pub snd_una: u64,
     pub snd_nxt: u64,
+    /// Segments in flight (`tcp_packets_in_flight`) and outstanding (`packets_out`).
+    pub in_flight: u64,
+    pub packets_out: u64,
+    pub ca_state: CaState,
+    /// Payload bytes per segment.
+    pub mss: u32,
+    /// Initial window, segments.
+    pub initial_window: u32,
+    /// Linux's clock tick (1/HZ): controllers that count jiffies use it.
+    pub tick: Duration,
+}
+
+impl AckSample {
+    /// Linux's `jiffies` at `t`: whole ticks since the start.
+    pub fn jiffies(&self, t: Time) -> u64 {
+        t.as_nanos() / self.tick.as_nanos().max(1)
+    }
+    /// Linux `usecs_to_jiffies`: a duration in ticks, rounded up.
+    pub fn to_jiffies(&self, d: Duration) -> u64 {
+        d.as_nanos().div_ceil(self.tick.as_nanos().max(1))
+    }
+}
+
+/// Linux's congestion-control events (`enum tcp_ca_event`) that the controllers
+/// here act on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaEvent {
+    /// First transmission while nothing is in flight (`CA_EVENT_TX_START`), after
+    /// `idle` without sending.
+    TxStart { idle: Duration },
+    /// cwnd restarted after an idle period (`CA_EVENT_CWND_RESTART`).
+    CwndRestart,
+    /// A cwnd reduction ended (`CA_EVENT_COMPLETE_CWR`).
+    CompleteCwr,
+    /// A retransmission timeout is about to collapse cwnd (`CA_EVENT_LOSS`).
+    Loss,
 }
 
 pub trait CongestionControl {
-    /// Grow the window on an ACK outside loss recovery.
+    /// Grow the window on an ACK outside a reduction (Linux `cong_avoid`).
     fn on_ack(&mut self, w: &mut Window, s: &AckSample);
-    /// A loss (or ECN) congestion event: return the new ssthresh. The caller sets
-    /// cwnd (through PRR during recovery, RFC 6937).
+    /// A loss (or ECN) congestion event: return the new ssthresh (`ssthresh`). The
+    /// caller sets cwnd (through PRR during recovery, RFC 6937).
     fn on_congestion(&mut self, w: &Window, now: Time) -> f64;
-    /// A retransmission timeout: the caller sets cwnd to one segment.
-    fn on_timeout(&mut self, _w: &Window, _now: Time) {}
-    /// Every RTT sample, in any state (HyStart watches delay in slow start).
+    /// A retransmission timeout: the connection enters the Loss state
+    /// (`set_state(TCP_CA_Loss)`); the caller sets cwnd.
+    fn on_timeout(&mut self, _w: &Window, _s: &AckSample) {}
+    /// Every ACK that acknowledged or SACKed something, with its RTT sample if any
+    /// (`pkts_acked`: HyStart watches delay in slow start).
     fn on_rtt(&mut self, _w: &mut Window, _s: &AckSample) {}
     /// Without SACK, end fast recovery on the first ACK of new data (RFC 5681 §3.2
-    /// step 6, Linux's `reno`) instead of on the ACK that covers the recovery point
-    /// (RFC 6582 NewReno).
+    /// step 6) instead of on the ACK that covers the recovery point (RFC 6582 NewReno).
     fn rfc5681_recovery(&self) -> bool {
         false
     }
+    /// A congestion-control event (`cwnd_event`).
+    fn on_event(&mut self, _w: &mut Window, _e: CaEvent, _s: &AckSample) {}
+    /// A reduction turned out spurious: the cwnd to restore (`undo_cwnd`; Linux's
+    /// `tcp_reno_undo_cwnd`, used by Reno and CUBIC: the larger of now and before).
+    fn undo_cwnd(&mut self, w: &Window, prior_cwnd: f64, _s: &AckSample) -> f64 {
+        w.cwnd.max(prior_cwnd)
+    }
+    /// Connection start, after the handshake's RTT sample if any (`init`).
+    fn on_init(&mut self, _w: &mut Window, _s: &AckSample) {}
 }
 
 /// What the registry needs from a congestion control's file, implemented on its
@@ -211,8 +320,8 @@ macro_rules! registry {
             fn on_congestion(&mut self, w: &Window, now: Time) -> f64 {
                 match self { $( AnyCc::$variant(c) => c.on_congestion(w, now), )* }
             }
-            fn on_timeout(&mut self, w: &Window, now: Time) {
-                match self { $( AnyCc::$variant(c) => c.on_timeout(w, now), )* }
+            fn on_timeout(&mut self, w: &Window, s: &AckSample) {
+                match self { $( AnyCc::$variant(c) => c.on_timeout(w, s), )* }
             }
             #[inline]
             fn on_rtt(&mut self, w: &mut Window, s: &AckSample) {
@@ -220,6 +329,15 @@ macro_rules! registry {
             }
             fn rfc5681_recovery(&self) -> bool {
                 match self { $( AnyCc::$variant(c) => c.rfc5681_recovery(), )* }
+            }
+            fn on_event(&mut self, w: &mut Window, e: CaEvent, s: &AckSample) {
+                match self { $( AnyCc::$variant(c) => c.on_event(w, e, s), )* }
+            }
+            fn undo_cwnd(&mut self, w: &Window, prior_cwnd: f64, s: &AckSample) -> f64 {
+                match self { $( AnyCc::$variant(c) => c.undo_cwnd(w, prior_cwnd, s), )* }
+            }
+            fn on_init(&mut self, w: &mut Window, s: &AckSample) {
+                match self { $( AnyCc::$variant(c) => c.on_init(w, s), )* }
             }
         }
     };

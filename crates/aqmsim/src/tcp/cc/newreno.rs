@@ -49,13 +49,13 @@ mod tests {
     use aqm::Time;
 
     fn sample(acked: u32) -> AckSample {
-        AckSample { now: Time::ZERO, acked, rtt: None, min_rtt: None, cwnd_limited: true, snd_una: 0, snd_nxt: 0 }
+        AckSample { acked, cwnd_limited: true, ..AckSample::default() }
     }
 
     #[test]
     fn slow_start_doubles_and_congestion_avoidance_adds_one_per_window() {
         let mut cc = NewReno;
-        let mut w = Window { cwnd: 10.0, ssthresh: 20.0 };
+        let mut w = Window::new(10.0, 20.0);
         cc.on_ack(&mut w, &sample(10));
         assert_eq!(w.cwnd, 20.0);
         // one window of ACKs (20 segments, one at a time) adds about one segment
@@ -68,14 +68,14 @@ mod tests {
     #[test]
     fn loss_halves_with_a_floor_of_two() {
         let mut cc = NewReno;
-        assert_eq!(cc.on_congestion(&Window { cwnd: 30.0, ssthresh: 1e9 }, Time::ZERO), 15.0);
-        assert_eq!(cc.on_congestion(&Window { cwnd: 3.0, ssthresh: 1e9 }, Time::ZERO), 2.0);
+        assert_eq!(cc.on_congestion(&Window::new(30.0, 1e9), Time::ZERO), 15.0);
+        assert_eq!(cc.on_congestion(&Window::new(3.0, 1e9), Time::ZERO), 2.0);
     }
 
     #[test]
     fn no_growth_when_not_cwnd_limited() {
         let mut cc = NewReno;
-        let mut w = Window { cwnd: 10.0, ssthresh: 5.0 };
+        let mut w = Window::new(10.0, 5.0);
         cc.on_ack(&mut w, &AckSample { cwnd_limited: false, ..sample(10) });
         assert_eq!(w.cwnd, 10.0);
     }
