@@ -75,7 +75,8 @@ def figures_page() -> str:
     from aqmlab import plots
 
     out = ["# Figure kinds", "", "Every kind of `aqmlab plot --kind`, `Run.plot` and `aqmlab.plots.figure` (generated from `aqmlab.plots.kinds()`).",
-           "Reports draw the kinds marked *report* when the runs have their data.", "", "| kind | in reports | what |", "|---|---|---|"]
+           "Reports draw the kinds marked *report* when the runs have their data, as SVG in the page (`aqmlab.plots.draw_svg`: the same data, colours and labels,",
+           "without matplotlib); a comparison with files also writes them to `figures/*.png` with matplotlib.", "", "| kind | in reports | what |", "|---|---|---|"]
     for name, k in plots.kinds().items():
         out.append(f"| `{name}` | {'report' if k.default else '–'} | {k.caption.replace('|', '/')} |")
     return "\n".join(out) + "\n"

@@ -1,6 +1,7 @@
 """The run report and the sweep report in a real headless browser (Debian's chromium
-and chromedriver, driven by Selenium): no console errors, every figure loaded and
-visible, nothing overlapping or overflowing at 1280 px and at a phone's width."""
+and chromedriver, driven by Selenium): no console errors, every figure loaded (an
+inline SVG with its axes and marks, or an image) and visible, nothing overlapping or
+overflowing at 1280 px and at a phone's width."""
 
 import os
 import shutil
@@ -21,16 +22,26 @@ from selenium import webdriver  # noqa: E402
 WIDTHS = (1280, 390)  # a laptop, a phone
 
 LAYOUT = """
-const out = {problems: [], figures: 0};
+const out = {problems: [], figures: 0, svg: document.querySelectorAll('figure > svg').length};
 const vw = document.documentElement.clientWidth;
 if (document.documentElement.scrollWidth > vw + 1) out.problems.push(`page wider than the window: ${document.documentElement.scrollWidth} > ${vw}`);
-for (const img of document.querySelectorAll('figure img')) {
+for (const img of document.querySelectorAll('figure > img, figure > svg')) {
   out.figures += 1;
   const r = img.getBoundingClientRect();
-  if (!img.complete || img.naturalWidth === 0) out.problems.push(`${img.alt}: not loaded`);
-  if (r.width < 50 || r.height < 50) out.problems.push(`${img.alt}: drawn ${r.width}x${r.height}`);
-  if (r.left < -1 || r.right > vw + 1) out.problems.push(`${img.alt}: outside the window (${r.left}..${r.right} of ${vw})`);
-  if (getComputedStyle(img).visibility !== 'visible' || getComputedStyle(img).display === 'none') out.problems.push(`${img.alt}: hidden`);
+  const name = img.alt || img.getAttribute('aria-label');
+  if (img.tagName === 'IMG' && (!img.complete || img.naturalWidth === 0)) out.problems.push(`${name}: not loaded`);
+  if (img.tagName.toLowerCase() === 'svg') {
+    // drawn: axes, tick labels and marks with a size on the screen
+    const marks = [...img.querySelectorAll('path, circle, rect')].filter(e => { const b = e.getBoundingClientRect(); return b.width > 0 || b.height > 0; });
+    if (marks.length < 3 || img.querySelectorAll('text').length < 4) out.problems.push(`${name}: not drawn (${marks.length} marks)`);
+    for (const t of img.querySelectorAll('text')) {  // no text outside its figure
+      const b = t.getBoundingClientRect();
+      if (b.left < r.left - 1 || b.right > r.right + 1 || b.top < r.top - 1 || b.bottom > r.bottom + 1) out.problems.push(`${name}: text "${t.textContent}" outside the figure`);
+    }
+  }
+  if (r.width < 50 || r.height < 50) out.problems.push(`${name}: drawn ${r.width}x${r.height}`);
+  if (r.left < -1 || r.right > vw + 1) out.problems.push(`${name}: outside the window (${r.left}..${r.right} of ${vw})`);
+  if (getComputedStyle(img).visibility !== 'visible' || getComputedStyle(img).display === 'none') out.problems.push(`${name}: hidden`);
 }
 // the page's blocks follow one another: none overlaps the next
 const blocks = [...document.body.children].filter(e => e.getBoundingClientRect().height > 0);
@@ -86,12 +97,14 @@ def test_the_checks_catch_a_broken_page(browser, tmp_path):
     bad = tmp_path / "bad.html"
     bad.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'></head><body><h1>x</h1>"
                    "<figure><img src='missing.png' alt='gone' width='2000' height='100'></figure>"
+                   "<figure><svg aria-label='blank' width='300' height='200'><text>a</text></svg></figure>"
                    "<p style='margin-top:-80px'>over the figure</p><div style='width:3000px'>too wide</div>"
                    "<script>console.error('boom')</script></body></html>")
     got = _check(browser, bad, 1280)
     assert any("boom" in e["message"] for e in got["errors"])
     text = " ".join(got["found"]["problems"])
     assert "gone: not loaded" in text and "page wider than the window" in text and "FIGURE overlaps P" in text
+    assert "blank: not drawn" in text
 
 
 @pytest.mark.parametrize("which", ["run", "sweep"])
@@ -101,9 +114,11 @@ def test_report_in_a_browser(browser, reports, which, width):
     assert got["errors"] == []
     assert got["found"]["figures"] >= 5, got
     assert got["found"]["problems"] == []
+    assert got["found"]["svg"] == got["found"]["figures"]  # the report draws its figures in the page
     # every figure scrolled into view is painted: its centre pixel belongs to it
-    for alt in browser.execute_script("return [...document.querySelectorAll('figure img')].map(i => i.alt)"):
+    for fig in browser.execute_script("return [...document.querySelectorAll('figure')].map(f => f.id)"):
         hit = browser.execute_script(
-            "const i = document.querySelector(`figure img[alt='${arguments[0]}']`); i.scrollIntoView({block: 'center'});"
-            "const r = i.getBoundingClientRect(); return document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2) === i;", alt)
-        assert hit, f"{which} at {width} px: {alt} is covered"
+            "const i = document.getElementById(arguments[0]).firstElementChild; i.scrollIntoView({block: 'center'});"
+            "const r = i.getBoundingClientRect(); const e = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);"
+            "return e === i || i.contains(e);", fig)
+        assert hit, f"{which} at {width} px: {fig} is covered"

@@ -16,6 +16,7 @@ EXPECTED_FILES = {
     "datagrams.parquet",
     "flow_trace.parquet",
     "histograms.parquet",
+    "conservation.ok",
     "report.html",
     "manifest.json",
 }
@@ -28,9 +29,13 @@ def test_default_run_writes_every_file_and_prints_the_headline(cli, tmp_path):
     assert {p.name for p in d.iterdir()} == EXPECTED_FILES
     s = json.loads((d / "summary.json").read_text())
     assert s["scenario"] == "madpie-proof" and s["sim_seconds"] == 30
+    c = s["conservation"]
+    assert (d / "conservation.ok").read_text().splitlines()[0] == (
+        f"created {c['created']} = delivered {c['delivered']} + dropped {c['dropped']} + in flight {c['in_flight']}"
+    )
     assert "queueing delay p50" in out and "utilization" in out
     html = (d / "report.html").read_text()
-    assert "id='fig-queue_delay_cdf'><img src='data:image/png;base64," in html and "madpie-proof" in html
+    assert "id='fig-queue_delay_cdf'><svg " in html and "madpie-proof" in html
     assert "\\u00a7" not in html and "§" in html  # no escaped JSON: the scenario is TOML
     m = json.loads((d / "manifest.json").read_text())
     assert m["command"] == ["aqmlab", "run", "--set", "duration=30s", "--out", "r"]
@@ -159,7 +164,7 @@ def test_show_prints_toml_that_runs_to_the_same_results(cli, tmp_path):
 def _images(html: str) -> list[str]:
     import re
 
-    return re.findall(r"src='(data:image/png;base64,[^']+)'", html)
+    return re.findall(r"<figure id='fig-[a-z_]+'>(.*?)</figure>", html, re.S)
 
 
 def test_a_run_folder_and_its_scenario_json_run_again_to_identical_figures(cli, tmp_path):
@@ -254,6 +259,12 @@ def test_list_filters_by_topic_and_name(cli):
     assert code == 2 and "nope" in err and len(err.strip().splitlines()) == 1
     code, out, _ = cli("list", "tcp")
     assert code == 0 and "cubic" in out
+    # the congestion controls' titles and sources come from their files (tcp/cc/*.rs)
+    code, out, _ = cli("list", "tcp", "bbr")
+    assert code == 0 and "BBR" in out and "Cardwell" in out and "(none)" in out
+    code, out, _ = cli("list", "tcp", "bbr", "--json")
+    (bbr,) = json.loads(out)["congestion_controls"]
+    assert bbr["kind"] == "bbr" and bbr["simulated"] and bbr["linux"] == "bbr" and bbr["params"] == []
 
 
 def test_plot_writes_pdf_svg_and_png_in_paper_and_slides_styles(cli, tmp_path):

@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,15 +36,39 @@ def _can_emulate() -> bool:
 needs_emulation = pytest.mark.skipif(not _can_emulate(), reason="needs root, network namespaces and /dev/net/tun")
 pytestmark = pytest.mark.emulation
 
+
+def _left() -> set[str]:
+    """What runs that are over left on the machine (any run's, see netns.leftovers)."""
+    if not _can_emulate():
+        return set()
+    return {str(x) for v in leftovers().values() for x in v}
+
+
+@pytest.fixture(autouse=True)
+def leaves_nothing_behind():
+    """Every test here cleans up after itself: once it is over, no namespace, device,
+    process or work folder of a run that is over is left that was not there before
+    (other emulations on the machine may come and go)."""
+    before = _left()
+    yield
+    deadline = time.monotonic() + 10  # a guard may still be finishing
+    new = _left() - before
+    while new and time.monotonic() < deadline:
+        time.sleep(0.1)
+        new = _left() - before
+    assert not new, f"left behind: {sorted(new)}"
+
+
 # 20 Mbps, one-way propagation 8 ms + 2 x 1 ms access = 10 ms, 100-packet buffer
 SMALL = ["duration=3s", "bottleneck.rate=20Mbps", "bottleneck.delay=8ms", "bottleneck.buffer=100pkts", "record.interval=100ms"]
 RATE = 20_000_000
 
 
 def _nothing_left(run_ids: set[str]) -> list[str]:
-    """Names, devices or processes of these runs still present."""
-    left = leftovers()
-    found = [n for n in left["namespaces"] + left["devices"] if any(r in n for r in run_ids)]
+    """Names, devices, processes or work folders of these runs still present (alive
+    or not: a run that is over leaves nothing)."""
+    found = [n for n in netns.namespaces() + netns.devices() if any(n in (f"{netns.PREFIX}{r}-snd", f"{netns.PREFIX}{r}-rcv", f"aqe{r}s", f"aqe{r}r") for r in run_ids)]
+    found += [str(p) for p in Path(tempfile.gettempdir()).glob("aqmlab-emulate-*") if any(p.name.startswith(f"aqmlab-emulate-{r}-") for r in run_ids)]
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
@@ -206,24 +233,48 @@ def test_ctrl_c_or_sigterm_mid_run_leaves_nothing_behind(tmp_path, sig):
     p, run_id = _start_cli_run(tmp_path)
     p.send_signal(sig)
     _, err = p.communicate(timeout=20)
-    assert p.returncode == 130, err
+    assert p.returncode == 128 + sig, err  # 130 for SIGINT, 143 for SIGTERM
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"aqmlab: interrupted ({signal.Signals(sig).name})"), err
     assert _nothing_left({run_id}) == []
     assert not (tmp_path / "run").exists()
 
 
 @needs_emulation
 def test_cleanup_removes_leftovers_of_a_killed_run(cli):
+    # what a run whose owner and guard were both killed leaves: a namespace with a
+    # process in it, a process outside naming the work folder, and the work folder
+    assert cli("emulate", "--cleanup")[0] == 0  # (what earlier runs on the machine left)
     ns = f"{netns.PREFIX}ffffff-snd"
+    work = Path(tempfile.mkdtemp(prefix="aqmlab-emulate-ffffff-1.1-"))
     subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
-        subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "60"], start_new_session=True)
-        time.sleep(0.2)
+        inside = subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "60"], start_new_session=True)
+        outside = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(work / "plan.json")], start_new_session=True)
+        time.sleep(0.3)
         code, out, err = cli("emulate", "--cleanup")
         assert code == 0, err
-        assert out.startswith("removed ")
-        assert _nothing_left({"ffffff"}) == []
+        assert out.strip() == "removed 1 namespace, 0 devices, 2 processes, 1 folder", out
+        assert inside.wait(5) == -signal.SIGKILL and outside.wait(5) == -signal.SIGKILL
+        assert _nothing_left({"ffffff"}) == [] and not work.exists()
+        code, out, err = cli("emulate", "--cleanup")
+        assert out.strip() == "nothing to clean up"
     finally:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_a_child_that_died_before_its_command_is_named_not_a_broken_pipe():
+    # killed before the start command reached it (the parent still starting the
+    # traffic programs), the bottleneck's stdin is a broken pipe: the run must fail
+    # with the usual error (the CLI takes a bare BrokenPipeError for a closed output
+    # and exits 0, silently, as it once did here)
+    from aqmlab.emulate import EmulationError, _tell
+
+    p = subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"], stdin=subprocess.PIPE)
+    p.wait(10)
+    with pytest.raises(EmulationError, match=r"^the bottleneck process died \(exit code -9\); the run is lost$"):
+        _tell({"bottleneck": p, "recv": None}, p, "start 1 2\n")
 
 
 def test_without_root_one_line_error_and_nothing_created(monkeypatch, tmp_path, capsys):
@@ -261,24 +312,45 @@ def test_two_runs_coexist_and_cleanup_leaves_runs_in_progress_alone(cli, tmp_pat
 
 
 @needs_emulation
-def test_after_the_parent_is_killed_cleanup_removes_what_it_left(cli, tmp_path):
+def test_a_parent_killed_outright_leaves_nothing_behind(cli, tmp_path):
     p, run_id = _start_cli_run(tmp_path)
     p.kill()  # SIGKILL: no finally runs in aqmlab emulate
-    p.wait(timeout=10)  # (its pipes stay open while the orphaned traffic programs live)
-    # the bottleneck sees its control pipe close and exits, taking its TUN devices
+    p.communicate(timeout=10)  # its pipes close: the traffic programs died with it
+    # the bottleneck and the traffic programs die with their parent (PR_SET_PDEATHSIG);
+    # the guard removes the namespaces and the work folder
     deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _nothing_left({run_id}):
+        time.sleep(0.05)
+    assert _nothing_left({run_id}) == []
+    code, out, err = cli("emulate", "--cleanup")
+    assert code == 0 and out.strip() == "nothing to clean up", out + err
+
+
+@needs_emulation
+def test_after_the_parent_and_its_guard_are_killed_cleanup_removes_what_they_left(cli, tmp_path):
+    p, run_id = _start_cli_run(tmp_path)
+    guards = [pid for pid, cmd in netns._processes().items() if "_guard.py" in cmd and f"aqmlab-emulate-{run_id}-" in cmd]
+    assert len(guards) == 1
+    for pid in (guards[0], p.pid):  # kill -9 of everything at once
+        os.kill(pid, signal.SIGKILL)
+    p.communicate(timeout=10)
+    deadline = time.monotonic() + 5
     while time.monotonic() < deadline and netns.bottleneck_pids(run_id):
         time.sleep(0.05)
-    assert netns.bottleneck_pids(run_id) == []
+    left = netns.leftovers()
+    mine = {k: [x for x in v if run_id in str(x) or (k == "processes" and run_id in netns._cmdline(x))] for k, v in left.items()}
+    assert len(mine["namespaces"]) == 2 and len(mine["folders"]) == 1, mine
     code, out, err = cli("emulate", "--cleanup")
     assert code == 0, err
+    assert "removed 2 namespaces" in out and "1 folder" in out, out
     assert _nothing_left({run_id}) == []
 
 
 @needs_emulation
 def test_mahimahi_trace_sets_the_capacity_of_each_interval(tmp_path):
-    # period 100 ms: one 1504 B opportunity per ms for 50 ms, then two per ms
-    # (12.032 Mbps, then 24.064 Mbps); UDP above the peak keeps the queue full
+    # period 100 ms: one 1500 B opportunity per ms for 50 ms, then two per ms
+    # (12 Mbps, then 24 Mbps; the simulator's link and its 1500 B opportunities);
+    # UDP above the peak keeps the queue full
     trace = tmp_path / "step.trace"
     trace.write_text("".join(f"{ms}\n" * (1 if ms <= 50 else 2) for ms in range(1, 101)))
     r = emulate(
@@ -290,15 +362,20 @@ def test_mahimahi_trace_sets_the_capacity_of_each_interval(tmp_path):
     )
     ls = r.raw["link_series"]
     sel = (ls["link"] == 0) & (ls["time_ns"] > 500_000_000)
-    t, sent = ls["time_ns"][sel], ls["tx_bytes"][sel].astype(float)
-    low = (t % 100_000_000) == 50_000_000  # intervals (k*100, k*100 + 50] ms
+    t, sent, offered = ls["time_ns"][sel], ls["tx_bytes"][sel].astype(float), ls["opportunities"][sel]
+    low = (t % 100_000_000) == 50_000_000  # the rows at k*100 + 50 ms
     assert low.sum() >= 20 and (~low).sum() >= 20
+    # a row holds what happened from the previous sample up to just before its own
+    # time, as in the simulator: [k*100, k*100 + 50) ms has the two opportunities at
+    # k*100 ms (the period's last line, twice) and one at each of 1..49 ms: 51; the
+    # next row one at 50 ms and two at each of 51..99 ms: 99
+    assert (offered[low] == 51).all() and (offered[~low] == 99).all(), offered
     # each interval carries what its opportunities offer, within one datagram (the
     # datagram in transit at the boundary); allow a few intervals where the Python
     # sender stalled long enough to empty the queue on a busy machine
-    assert np.mean(np.abs(sent[low] - 50 * 1504) <= 1200) >= 0.9, sent[low]
-    assert np.mean(np.abs(sent[~low] - 100 * 1504) <= 1200) >= 0.9, sent[~low]
-    assert r.summary["bottleneck"]["rate_mbps"] == pytest.approx(150 * 1504 * 8 / 0.1 / 1e6)
+    assert np.mean(np.abs(sent[low] - 51 * 1500) <= 1200) >= 0.9, sent[low]
+    assert np.mean(np.abs(sent[~low] - 99 * 1500) <= 1200) >= 0.9, sent[~low]
+    assert r.summary["bottleneck"]["rate_mbps"] == pytest.approx(150 * 1500 * 8 / 0.1 / 1e6)
     assert r.summary["bottleneck"]["utilization"]["p5"] > 0.99
 
 
@@ -321,13 +398,14 @@ def test_madpie_runs_on_real_traffic_with_its_deterministic_drops():
 
 
 @needs_emulation
-def test_bbr_runs_on_the_kernel_and_the_simulator_refuses_it(cli, tmp_path):
+def test_bbr_runs_on_the_kernel_and_in_the_simulator(cli, tmp_path):
     # `cc = "bbr"` is Linux's BBR: the emulator sets it per socket (the kernel must
-    # have it: /proc/sys/net/ipv4/tcp_available_congestion_control, or modprobe)
+    # have it: /proc/sys/net/ipv4/tcp_available_congestion_control, or modprobe); the
+    # simulator runs its model of tcp_bbr.c
     args = ["madpie-proof", "--set", "duration=3s", "--set", "bottleneck.delay=48ms", "--set", "flows.0.count=2", "--set", "flows.0.tcp.cc=bbr"]
     code, out, err = cli("run", *args, "--out", str(tmp_path / "sim"))
-    assert code == 2 and err.count("\n") == 1
-    assert err.startswith("aqmlab: error: flows[0].tcp.cc:") and "simulator has no BBR" in err
+    assert code == 0, err
+    assert json.loads((tmp_path / "sim" / "summary.json").read_text())["classes"]["bulk"]["cc"] == "bbr"
     if "bbr" not in open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split():
         pytest.skip("this kernel has no BBR")
     r = emulate(*args[:1], [a for a in args[1:] if a != "--set"])

@@ -232,13 +232,14 @@ def test_a_killed_sweep_resumes_without_redoing_finished_runs(tmp_path):
     runs = tmp_path / "sw" / "runs"
     t0 = time.time()
     while time.time() - t0 < 120:
-        done = [d for d in runs.iterdir() if (d / "summary.json").exists()] if runs.exists() else []
+        done = [d for d in runs.iterdir() if (d / "summary.json").exists() and not d.name.startswith(".")] if runs.exists() else []
         if len(done) >= 4 or p.poll() is not None:
             break
         time.sleep(0.05)
     os.killpg(p.pid, signal.SIGKILL)  # the whole job, workers included, as a scheduler would
     p.wait()
-    finished = {d.name: (d / "summary.json").stat().st_mtime_ns for d in runs.iterdir() if (d / "summary.json").exists()}
+    # a run killed between its last file and the move into place leaves a hidden temporary folder: not a finished run
+    finished = {d.name: (d / "summary.json").stat().st_mtime_ns for d in runs.iterdir() if (d / "summary.json").exists() and not d.name.startswith(".")}
     assert 4 <= len(finished) < 15, "the sweep should be stopped halfway"
     q = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True)
     assert q.returncode == 0, q.stderr
@@ -253,12 +254,17 @@ def test_a_killed_sweep_resumes_without_redoing_finished_runs(tmp_path):
 # -- failures --------------------------------------------------------------------------------
 
 
+def _same_sweep(plan) -> str:
+    """The sweep.json of a sweep folder that holds `plan` (so that it is resumed)."""
+    return json.dumps({"grid": {"name": plan.grid.name}, "runs": [{"run": r.name, "hash": r.hash} for r in plan.runs]})
+
+
 def test_a_failing_run_is_recorded_and_the_others_complete(tmp_path):
     g = sweeps.build_grid("madpie-proof", vary={"bottleneck.delay": ["48ms", "148ms", "248ms"]}, set=SHORT)
     plan = g.plan()
     victim = plan.runs[1].name
     (tmp_path / "sw" / "runs").mkdir(parents=True)
-    (tmp_path / "sw" / "sweep.json").write_text("{}")
+    (tmp_path / "sw" / "sweep.json").write_text(_same_sweep(plan))
     (tmp_path / "sw" / "runs" / victim).write_text("a file where the run folder should go")
     res = sweeps.run_plan(plan, tmp_path / "sw", jobs=2, progress=False)
     assert (res.ran, res.failed) == (2, 1)
@@ -277,7 +283,7 @@ def test_a_failing_run_is_recorded_and_the_others_complete(tmp_path):
 def test_cli_reports_a_failed_run_and_exits_nonzero(cli, tmp_path):
     plan = sweeps.build_grid("madpie-proof", vary={"bottleneck.delay": ["48ms", "248ms"]}, set={"duration": "3s"}).plan()
     (tmp_path / "sw" / "runs").mkdir(parents=True)
-    (tmp_path / "sw" / "sweep.json").write_text("{}")
+    (tmp_path / "sw" / "sweep.json").write_text(_same_sweep(plan))
     (tmp_path / "sw" / "runs" / plan.runs[0].name).write_text("x")
     code, out, err = cli("sweep", "madpie-proof", "--vary", "bottleneck.delay=48ms,248ms", "--set", "duration=3s", "--out", "sw", "--no-compare")
     assert code == 1
@@ -290,7 +296,9 @@ def test_a_script_whose_sweep_fails_entirely_exits_nonzero(tmp_path):
     kw = dict(vary={"bottleneck.delay": ["48ms", "248ms"]}, set={"duration": "3s"})
     plan = sweeps.build_grid("madpie-proof", **kw).plan()
     (tmp_path / "sw" / "runs").mkdir(parents=True)
-    (tmp_path / "sw" / "sweep.json").write_text("{}")
+    # the same sweep's header, so the folder is taken as this sweep's (not refused as another's)
+    runs = [{"run": r.name, "hash": r.hash} for r in plan.runs]
+    (tmp_path / "sw" / "sweep.json").write_text(json.dumps({"grid": {"name": "madpie-proof"}, "runs": runs}))
     for r in plan.runs:
         (tmp_path / "sw" / "runs" / r.name).write_text("x")
     script = tmp_path / "s.py"
@@ -317,3 +325,48 @@ def test_a_local_cluster_gives_the_same_summaries_as_local_processes(tmp_path):
     a = pq.read_table(tmp_path / "local" / "runs" / names[0] / "packets.parquet")
     b = pq.read_table(tmp_path / "dask" / "runs" / names[0] / "packets.parquet")
     assert a.equals(b)
+
+
+def test_a_dask_worker_killed_mid_sweep_loses_no_run(tmp_path):
+    # a worker process killed (SIGKILL) while it runs: Dask reschedules its runs (or
+    # they fail with KilledWorker and get one more try here); every run is done once
+    distributed = pytest.importorskip("distributed")
+    import threading
+
+    kw = dict(vary={"bottleneck.aqm.kind": ["pie", "droptail", "codel", "red"]}, seeds=[1, 2, 3, 4], set={"duration": "30s"}, progress=False, compare=False)
+    runs = tmp_path / "dask" / "runs"
+    at_kill: list[int] = []
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        victim = next(iter(client.run(os.getpid).values()))
+
+        def killer() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not (runs.exists() and len(list(runs.glob("*/summary.json"))) >= 2):
+                time.sleep(0.02)
+            at_kill.append(len(list(runs.glob("*/summary.json"))))
+            os.kill(victim, signal.SIGKILL)
+
+        t = threading.Thread(target=killer)
+        t.start()
+        res = aqmlab.sweep("madpie-proof", out=tmp_path / "dask", cluster=client, **kw)
+        t.join()
+    assert at_kill and at_kill[0] < 16, at_kill  # killed with runs still to do
+    assert (res.ran, res.failed) == (16, 0)
+    idx = res.index()
+    assert len(idx) == 16 and set(idx.status) == {"ok"} and idx.run.is_unique
+    assert sorted(p.name for p in runs.iterdir()) == sorted(idx.run)
+    print(f"\nDask worker {victim} killed after {at_kill[0]} of 16 runs: {res.ran} ran, {res.failed} failed, all 16 in the index")
+
+
+def test_runs_whose_worker_is_lost_twice_are_recorded_as_failed(tmp_path, monkeypatch):
+    # the rule, on the local pool: a worker process that dies (here: each time the
+    # victim runs) breaks the pool; its runs go to a new pool once, then are recorded
+    g = sweeps.build_grid("madpie-proof", vary={"bottleneck.delay": ["48ms", "148ms", "248ms"]}, set=SHORT)
+    plan = g.plan()
+    victim = plan.runs[1].name
+    monkeypatch.setenv("AQMLAB_TEST_DIE_ON_RUN", victim)
+    res = sweeps.run_plan(plan, tmp_path / "sw", jobs=2, progress=False, compare=False)
+    assert res.failed == 1 and victim in res.failures and "lost twice" in res.failures[victim], res.failures
+    assert res.ran == 2
+    idx = res.index().set_index("run")
+    assert idx.loc[victim, "status"] == "failed" and "lost twice" in idx.loc[victim, "error"]

@@ -85,7 +85,7 @@ def test_the_new_tables_are_written_and_every_column_is_documented(mix, tmp_path
     assert ft.groupby("flow").acked_bytes.apply(lambda s: s.is_monotonic_increasing).all()
     import re
 
-    figs = set(re.findall(r"id='fig-([a-z_]+)'><img src='data:image/png", (out / "report.html").read_text()))
+    figs = set(re.findall(r"id='fig-([a-z_]+)'><svg ", (out / "report.html").read_text()))
     assert {"download_times", "cbr_goodput_delay", "class_delay_cdf", "flow_traces", "goodput"} <= figs
     summary = json.loads((out / "summary.json").read_text())
     assert summary["classes"]["voip"]["one_way_delay_ms"]["p50"] is not None

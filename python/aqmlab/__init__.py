@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
-from . import _core
+from . import _core, inputs
 from ._core import ScenarioError, SimulationError
 from .scenario import ScenarioLike, builtin_names, resolve, source
 from .sweeps import sweep  # light: numpy, pandas and Dask load when a sweep runs
@@ -70,20 +70,9 @@ def __getattr__(name: str) -> Any:  # PEP 562: heavy modules load on first use
 
 
 def _override_list(overrides: Overrides) -> list[str]:
-    if overrides is None:
-        return []
-    if isinstance(overrides, Mapping):
-        out = []
-        for k, v in overrides.items():
-            if isinstance(v, bool):
-                lit = "true" if v else "false"
-            elif isinstance(v, (int, float)):
-                lit = repr(v)
-            else:
-                lit = json.dumps(v)
-            out.append(f"{k}={lit}")
-        return out
-    return list(overrides)
+    from .inputs import override_list
+
+    return override_list(overrides)
 
 
 def run(
@@ -108,15 +97,20 @@ def run(
         A `RunResult`: `.summary`, `.tables`, `.plot(kind)`, `.write(folder)`.
 
     Raises:
-        ScenarioError: a bad scenario or override (a ValueError naming the field and value).
+        ScenarioError: bad input, before anything runs (a ValueError naming the field
+            and value): a bad scenario, override or seed, or a run that would not fit in
+            the memory available (the message names the estimate and the setting to turn).
         SimulationError: the run broke an invariant (packet conservation).
     """
     from .manifest import now_utc
     from .results import RunResult
 
+    seed = inputs.seed(seed)
+    over = _override_list(overrides)
     src = source(scenario)
+    inputs.check_memory(inputs.estimate(src.text, src.format, over, seed, src.base_dir))
     started = now_utc()
-    raw = _core.run(src.text, src.format, _override_list(overrides), seed, progress, src.base_dir)
+    raw = _core.run(src.text, src.format, over, seed, progress, src.base_dir)
     r = RunResult(raw)
     r.__dict__["started"] = started
     return r

@@ -42,7 +42,11 @@ def emulate_bottleneck(
     trace_ms: Optional[list[int]] = None,
     base_dir: Optional[str] = None,
     delays_ns: Optional[list[tuple[int, int]]] = None,
+    groups: Optional[tuple[list[str], list[int]]] = None,
 ) -> dict[str, object]: ...
 def emulation_plan(
+    text: str, format: str = "toml", overrides: list[str] = ..., seed: Optional[int] = None, base_dir: Optional[str] = None
+) -> str: ...
+def memory_estimate(
     text: str, format: str = "toml", overrides: list[str] = ..., seed: Optional[int] = None, base_dir: Optional[str] = None
 ) -> str: ...

@@ -10,12 +10,37 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from . import _core, progress
+from . import _core, inputs, interrupts, progress
 
 
 def _err(msg: str, code: int = 2) -> int:
-    print(f"aqmlab: error: {msg}", file=sys.stderr)
+    print(f"aqmlab: error: {' '.join(str(msg).split())}", file=sys.stderr)
     return code
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors on one line: `aqmlab: error: <what> (see aqmlab run --help)`."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"aqmlab: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+def _arg(check, *extra):
+    """An argparse type from an `inputs` check (its message without the field name,
+    which argparse puts first)."""
+
+    def parse(text: str):
+        try:
+            return check(text, "", *extra)
+        except inputs.InputError as e:
+            raise argparse.ArgumentTypeError(str(e).removeprefix(": ")) from None
+
+    parse.__name__ = check.__name__
+    return parse
+
+
+_seed = _arg(inputs.seed_text)
+_jobs = _arg(inputs.positive_text, "worker processes")
 
 
 def _console(quiet: bool = False):
@@ -73,21 +98,37 @@ def headline_table(summary: dict[str, Any], title: str):
     return t
 
 
-def _prewarm() -> None:
-    """Import what the results need (numpy, pyarrow, the report's code) while the
-    simulation runs: the core releases the GIL. pandas and matplotlib are left to the
-    report's two processes, which import them side by side after its fork."""
+def _prewarm(report: bool) -> None:
+    """While the simulation runs (the core releases the GIL), import on the other core
+    what writing the run folder needs (numpy, pyarrow and its Parquet writer; with the
+    report also pandas, which its measures read tables with, and the report's code)
+    and ask git for the manifest's commit: together they take longer than the default
+    run's simulation."""
     import threading
 
     def imports() -> None:
         try:
             import pyarrow.parquet  # noqa: F401
 
-            from . import comparison, report, results  # noqa: F401
+            from . import results  # noqa: F401
+
+            if report:
+                from . import comparison, plots_svg  # noqa: F401
+                from . import report as _report  # noqa: F401
+
+                import pandas  # noqa: F401
+                import pyarrow.compute  # noqa: F401
         except Exception:  # noqa: BLE001 - the real import reports it later
             pass
 
+    def manifest() -> None:  # mostly waiting for git
+        from . import manifest
+
+        manifest.source_commit()
+        manifest.rustc_version()
+
     threading.Thread(target=imports, name="aqmlab-prewarm", daemon=True).start()
+    threading.Thread(target=manifest, name="aqmlab-prewarm-manifest", daemon=True).start()
 
 
 def default_out(name: str, seed: int, overrides: Sequence[str]) -> Path:
@@ -152,10 +193,11 @@ def cmd_run(a: argparse.Namespace) -> int:
         return _err(str(e))
     name = resolved["name"]
     out = Path(a.out) if a.out else default_out(name, resolved["seed"], a.set)
-    from .results import check_out_dir, is_run_dir
+    from .folders import check_out_dir, is_run_dir
 
     try:
-        check_out_dir(out)
+        check_out_dir(inputs.writable_dir(out))
+        inputs.check_memory(inputs.estimate(src.text, src.format, a.set, a.seed, src.base_dir))
     except FileExistsError as e:
         return _err(str(e))
     if (warning := _aqm_kind_warning(src, a.set, a.seed)) and not a.quiet:
@@ -163,29 +205,23 @@ def cmd_run(a: argparse.Namespace) -> int:
     if out.is_dir() and any(out.iterdir()) and is_run_dir(out):
         print(f"aqmlab: replacing the run in {out}/", file=sys.stderr)
     show_bar = sys.stderr.isatty() and not a.quiet
-    if not a.no_report:
-        _prewarm()
+    _prewarm(not a.no_report)
+    interrupts.note(f"the run was stopped; nothing written to {out}")
     try:
         with _progress_runner(f"{name}", show_bar) as cb:
             raw = _core.run(src.text, src.format, a.set, a.seed, cb, src.base_dir)
+        from .results import RunResult
+
+        r = RunResult(raw)  # checks packet conservation
+        man = make(started=started, wall_seconds=None, command=["aqmlab", *sys.argv[1:]] if a.argv is None else ["aqmlab", *a.argv])
+        with progress.steps("report", show_bar and not a.no_report) as step:
+            man["wall_seconds"] = round(time.perf_counter() - t0, 3)  # up to the end of the simulation; the files follow
+            r.write(out, report=not a.no_report, manifest=man, progress=step)
     except _core.ScenarioError as e:
         return _err(str(e))
     except _core.SimulationError as e:
         return _err(str(e), 1)
-    except KeyboardInterrupt:
-        print("aqmlab: interrupted; nothing written", file=sys.stderr)
-        return 130
-    from .results import RunResult
-
-    r = RunResult(raw)
-    man = make(started=started, wall_seconds=None, command=["aqmlab", *sys.argv[1:]] if a.argv is None else ["aqmlab", *a.argv])
-    try:
-        with progress.steps("report", show_bar and not a.no_report) as step:
-            man["wall_seconds"] = round(time.perf_counter() - t0, 3)  # up to the end of the simulation; the files follow
-            r.write(out, report=not a.no_report, manifest=man, progress=step)
-    except KeyboardInterrupt:
-        print("aqmlab: interrupted; nothing written", file=sys.stderr)
-        return 130
+    interrupts.note(None)
     elapsed = time.perf_counter() - t0
     if not a.quiet:
         con = _console()
@@ -203,9 +239,10 @@ def cmd_list(a: argparse.Namespace) -> int:
         topic, name = None, topic
     aqms = json.loads(_core.aqm_catalog())
     traffic = json.loads(_core.traffic_catalog())
+    ccs = json.loads(_core.cc_catalog())
     scen = _core.builtin_scenarios()
     if name is not None:
-        known = {"scenarios": [n for n, _ in scen], "aqms": [k["kind"] for k in aqms], "tcp": list(traffic["tcp"]) + ["receiver"], "traffic": list(traffic["kinds"])}
+        known = {"scenarios": [n for n, _ in scen], "aqms": [k["kind"] for k in aqms], "tcp": list(traffic["tcp"]) + ["receiver"] + [c["kind"] for c in ccs], "traffic": list(traffic["kinds"])}
         topics = [topic] if topic else [t for t in LIST_TOPICS if any(name in n for n in known[t])]
         hits = {t: [n for n in known[t] if name == n] or [n for n in known[t] if name in n] for t in topics}
         if not any(hits.values()):
@@ -222,6 +259,8 @@ def cmd_list(a: argparse.Namespace) -> int:
             out["aqms"] = [k for k in aqms if hits["aqms"] is None or k["kind"] in hits["aqms"]]
         if "tcp" in hits or "traffic" in hits:
             out["traffic"] = traffic
+        if "tcp" in hits:
+            out["congestion_controls"] = [c for c in ccs if hits["tcp"] is None or c["kind"] in hits["tcp"]]
         print(json.dumps(out, indent=2))
         return 0
     from rich.markup import escape
@@ -260,7 +299,27 @@ def cmd_list(a: argparse.Namespace) -> int:
         con.print(f"Flow kinds (flows.N.kind): {', '.join(k for k in traffic['kinds'] if hits['traffic'] is None or k in hits['traffic'])}")
     if "tcp" in hits:
         sel = hits["tcp"]
-        if sel is None or any(k != "receiver" for k in sel):
+        cc_sel = [c for c in ccs if sel is None or c["kind"] in sel]
+        if cc_sel:
+            # each congestion control's title, source and parameters come from its file (tcp/cc/*.rs)
+            t = Table(title="Congestion controls (flows.N.tcp.cc; aqmlab list tcp NAME for the parameters)", title_justify="left")
+            for col in ("kind", "algorithm", "source", "runs in"):
+                t.add_column(col)
+            for c in cc_sel:
+                where = ", ".join((["simulator"] if c["simulated"] else []) + ([f"kernel ({c['linux']})"] if c["linux"] else []))
+                t.add_row(c["kind"], escape(c["title"]), escape(c["source"]), where)
+            con.print(t)
+            for c in cc_sel if sel is not None else []:
+                t = Table(title=f"tcp.cc = {{ kind = \"{c['kind']}\", ... }}", title_justify="left")
+                t.add_column("parameter")
+                t.add_column("default")
+                t.add_column("meaning and source")
+                for p in c["params"]:
+                    t.add_row(p["name"], escape(json.dumps(p["default"])), escape(p["doc"]))
+                if not c["params"]:
+                    t.add_row("(none)", "", "no parameters: the kernel module's constants")
+                con.print(t)
+        if sel is None or any(k != "receiver" and k not in {c["kind"] for c in ccs} for k in sel):
             t = Table(title="TCP settings (flows.N.tcp)", title_justify="left")
             t.add_column("setting")
             t.add_column("default")
@@ -346,8 +405,7 @@ def cmd_emulate(a: argparse.Namespace) -> int:
         except emu.EmulationError as e:
             return _err(str(e), 1)
         found = emu.cleanup_all()
-        n = sum(len(v) for v in found.values())
-        print(f"removed {len(found['namespaces'])} namespaces, {len(found['devices'])} devices, {len(found['processes'])} processes" if n else "nothing to clean up")
+        print(emu.netns.describe_removed(found))
         return 0
     return emu.cli_run(a, headline_table, _err, _console, _progress_runner)
 
@@ -386,22 +444,14 @@ def _grid_from_args(a: argparse.Namespace):
     return build_grid(spec, scenario=a.scenario, vary=vary, zip=zips, set=fixed, seeds=seeds)
 
 
-def _install_sigterm() -> None:
-    import signal
-
-    def handler(signum, frame):  # a killed sweep stops like Ctrl-C: workers ended, index written
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
-
-
 def cmd_sweep(a: argparse.Namespace) -> int:
     from . import sweeps as sw
 
     try:
         grid = _grid_from_args(a)
         plan = grid.plan()
-        sw.check_sweep_dir(Path(a.out))
+        inputs.writable_dir(a.out)
+        sw.check_sweep_dir(Path(a.out), plan, force=a.force)
     except _core.ScenarioError as e:
         return _err(str(e))
     except FileExistsError as e:
@@ -413,22 +463,24 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         for r in plan.runs:
             con.print(f"  {r.name}")
         return 0
-    _install_sigterm()
+    interrupts.note(f"nothing run yet; the same command starts the sweep in {a.out}")
     try:
         res = sw.run_plan(
             plan, a.out, jobs=a.jobs, cluster=a.cluster, reports=a.reports, compare=not a.no_compare,
             label=grid.name, on_failure=lambda run, err: print(f"aqmlab: run {run} failed: {err}", file=sys.stderr),
             command=["aqmlab", *(a.argv if a.argv is not None else sys.argv[1:])],
+            force=a.force, on_note=lambda text: print(f"aqmlab: {text}", file=sys.stderr),
         )
-    except KeyboardInterrupt:
-        print(f"aqmlab: interrupted; finished runs are kept in {a.out}/runs and the sweep resumes where it stopped when started again", file=sys.stderr)
-        return 130
+    except (_core.ScenarioError, FileExistsError) as e:
+        return _err(str(e))
     except RuntimeError as e:
         return _err(str(e))
     con.print(
         f"{len(plan)} runs: {res.ran} ran, {res.skipped} already done, {res.failed} failed, in {res.seconds:.1f} s; "
         f"index {a.out}/index.parquet" + (f", report {a.out}/report.html" if res.report else "")
     )
+    if res.failed:
+        print(f"aqmlab: {res.failed} of {len(plan)} runs failed (their errors are in {a.out}/failures/ and the index); the same command tries them again", file=sys.stderr)
     return 1 if res.failed else 0
 
 
@@ -452,7 +504,7 @@ def cmd_query(a: argparse.Namespace) -> int:
         if not dirs:
             raise ValueError("query: give one or more sweep folders")
         con = sw.connect(*dirs)
-    except (FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, ValueError, RuntimeError) as e:
         return _err(str(e))
     import duckdb
 
@@ -489,11 +541,20 @@ def cmd_compare(a: argparse.Namespace) -> int:
         bad = [f for f in figs if f not in KINDS]
         if bad:
             return _err(f"--figures: unknown figure \"{bad[0]}\" (expected some of: {', '.join(KINDS)})")
+    missing = [d for d in dirs if not d.exists()]
+    if missing:
+        return _err(f"compare: no folder \"{missing[0]}\"")
+    try:
+        inputs.writable_dir(out)
+    except inputs.InputError as e:
+        return _err(str(e))
+    interrupts.note(f"the comparison in {out} was not finished (report.html and series.csv are written last)")
     try:
         with progress.steps("compare", sys.stderr.isatty()) as step:
             res = compare.compare(dirs, out, figures=figs, title=a.title or "Comparison: " + ", ".join(str(d) for d in dirs), progress=step, parallel=True)
     except FileNotFoundError as e:
         return _err(str(e))
+    interrupts.note(None)
     con = _console()
     con.print(compare.table_markdown(res.table))
     con.print(f"wrote {res.report} with {len(res.figures)} figures ({', '.join(n for n, _, _ in res.figures)}) and {out}/series.csv")
@@ -505,12 +566,9 @@ def cmd_reproduce(a: argparse.Namespace) -> int:
 
     if a.list or not a.name:
         return rp.print_list(_console())
-    _install_sigterm()
+    interrupts.note("nothing run yet")
     try:
-        return rp.main(a.name, out=a.out, quick=a.quick, jobs=a.jobs, cluster=a.cluster, console=_console(), seeds=a.seeds)
-    except KeyboardInterrupt:
-        print("aqmlab: interrupted; finished runs are kept and the reproduction resumes where it stopped when started again", file=sys.stderr)
-        return 130
+        return rp.main(a.name, out=a.out, quick=a.quick, jobs=a.jobs, cluster=a.cluster, console=_console(), seeds=a.seeds, force=a.force)
     except (_core.ScenarioError, KeyError, FileExistsError, RuntimeError) as e:
         return _err(str(e).strip("'\""))
 
@@ -525,6 +583,7 @@ def cmd_validate(a: argparse.Namespace) -> int:
         a.out = "validation-ns3"
     if a.seeds < 2:
         return _err(f"validate: --seeds: {a.seeds} (at least 2, for the seed-to-seed spread)")
+    interrupts.note(f"finished runs are kept in {a.out}; the same command resumes the validation")
     try:
         from .ns3 import validate as val
 
@@ -532,9 +591,6 @@ def cmd_validate(a: argparse.Namespace) -> int:
         v = val.validate([c.name for c in cases], seeds=a.seeds, out=a.out, quick=a.quick, jobs=a.jobs, align=not a.no_align, extra=a.set, console=con)
     except (ns3.Ns3Unavailable, ns3.NotTranslatable, ValueError, RuntimeError, _core.ScenarioError) as e:
         return _err(f"{e} (finished runs are kept; the validation resumes when started again)" if isinstance(e, RuntimeError) else str(e))
-    except KeyboardInterrupt:
-        print("aqmlab: interrupted; finished runs are kept and the validation resumes where it stopped when started again", file=sys.stderr)
-        return 130
     con.print(f"{v.agreeing} of {len(v.rows)} figures agree (within the seed-to-seed spread, 10 %, or the floor); table in {a.out}/validation.md")
     for r in v.rows:
         if not r.agrees:
@@ -553,6 +609,8 @@ def _validate_linux(a: argparse.Namespace) -> int:
     con = _console()
     if a.repeats < 2:
         return _err(f"validate: --repeats: {a.repeats} (at least 2, for the kernel's run-to-run spread)")
+    out = a.out or ("validation-linux-quick" if a.quick else "validation-linux")
+    interrupts.note(f"finished runs are kept in {out}; the same command resumes the validation")
     try:
         cases = val.cases_by_name(a.cases, a.quick)
         v = val.validate([c.name for c in cases], repeats=a.repeats, out=a.out, quick=a.quick, jobs=a.jobs, extra=a.set,
@@ -561,10 +619,6 @@ def _validate_linux(a: argparse.Namespace) -> int:
         return _err(str(e))
     except EmulationError as e:
         return _err(f"{e} (finished runs are kept; the validation resumes when started again)", 1)
-    except KeyboardInterrupt:
-        print("aqmlab: interrupted; finished runs are kept and the validation resumes where it stopped when started again", file=sys.stderr)
-        return 130
-    out = a.out or ("validation-linux-quick" if a.quick else "validation-linux")
     con.print(f"{v.agreeing} of {len(v.compared)} figures agree (within 10 %, the floor or twice the kernel's spread; timeouts within 1.5x); table in {out}/validation.md")
     for r in v.compared:
         if r.agrees is False:
@@ -575,7 +629,7 @@ def _validate_linux(a: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="aqmlab", description="A lab for active queue management: simulate AQMs and TCP at a bottleneck.")
+    p = _Parser(prog="aqmlab", description="A lab for active queue management: simulate AQMs and TCP at a bottleneck.")
     p.add_argument("--version", action="version", version=f"aqmlab {_core.__version__}", help="print the version and exit")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
@@ -583,7 +637,7 @@ def build_parser() -> argparse.ArgumentParser:
         a = sp.add_argument("scenario", nargs="?", default=None,
                             help="a .toml or .json scenario file, a run folder (its scenario.json), or a built-in name (default: madpie-proof)")
         a.completer = _scenario_names  # type: ignore[attr-defined]
-        sp.add_argument("--seed", type=int, default=None, help="the run's seed (overrides the scenario's)")
+        sp.add_argument("--seed", type=_seed, default=None, help="the run's seed, 0 to 2^64 - 1 (overrides the scenario's)")
         sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario field by its dotted path, e.g. bottleneck.aqm.kind=droptail (repeatable)")
 
     r = sub.add_parser("run", help="run a scenario and write its results", description="Run a scenario and write its folder: tables, summary.json, manifest.json, report.html.")
@@ -631,12 +685,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--no-report", action="store_true", help="skip report.html and the figures")
     e.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
     e.add_argument("--trace", default=None, metavar="FILE", help="a Mahimahi delivery trace (one time in ms per line) for the senders-to-receivers direction instead of bottleneck.rate")
-    e.add_argument("--cleanup", action="store_true", help="remove namespaces, devices and processes left by killed runs, then exit")
+    e.add_argument("--cleanup", action="store_true", help="remove the namespaces, devices, processes and work folders of emulations that are over (killed runs), say what was removed, then exit")
     e.set_defaults(fn=cmd_emulate)
 
     b = sub.add_parser("bench", help="time whole runs of a scenario (release build)")
     common(b)
-    b.add_argument("--repeat", type=int, default=3, help="runs to time (the best and median are reported)")
+    b.add_argument("--repeat", type=_arg(inputs.positive_text, "runs"), default=3, help="runs to time (the best and median are reported)")
     b.add_argument("--no-packets", action="store_true", help="turn per-packet records off (record.packets = false)")
     b.add_argument("--vs", choices=["ns3"], default=None, help="also run the scenario's ns-3 twin (pip install 'aqmlab[ns3]') and print the speed ratio")
     b.add_argument("--suite", action="store_true", help="time the reference scenarios of the performance page (the scenario argument is ignored)")
@@ -658,11 +712,12 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--zip", action="append", default=[], metavar="K1=A,B;K2=C,D", help="vary fields together, element by element (repeatable)")
     sw.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="fix a field for every run (repeatable)")
     sw.add_argument("--seeds", default=None, help="a count (1..N) or a list (1,2,7)")
-    sw.add_argument("--jobs", "-j", type=int, default=None, help="local worker processes (default: all cores; 1 runs in this process)")
+    sw.add_argument("--jobs", "-j", type=_jobs, default=None, help="local worker processes (default: all cores; 1 runs in this process)")
     sw.add_argument("--cluster", default=None, metavar="ADDRESS", help="a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (the folder must be shared)")
     sw.add_argument("--reports", action="store_true", help="write report.html and figures for every run (slow)")
     sw.add_argument("--no-compare", action="store_true", help="skip the sweep's comparison report")
     sw.add_argument("--dry-run", action="store_true", help="validate and list the runs, run nothing")
+    sw.add_argument("--force", action="store_true", help="replace a different sweep already in --out (the runs both share are kept)")
     sw.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     sw.set_defaults(fn=cmd_sweep)
 
@@ -685,9 +740,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--list", action="store_true", help="list the reproductions and what each needs")
     rp.add_argument("--quick", action="store_true", help="the short version (fewer seeds, shorter runs)")
     rp.add_argument("--out", default=None, help="output folder (default: reproductions/NAME[-quick])")
-    rp.add_argument("--jobs", "-j", type=int, default=None, help="local worker processes (default: all cores)")
+    rp.add_argument("--jobs", "-j", type=_jobs, default=None, help="local worker processes (default: all cores)")
     rp.add_argument("--cluster", default=None, metavar="ADDRESS", help="a running Dask scheduler (the folder must be shared)")
-    rp.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
+    rp.add_argument("--seeds", type=_arg(inputs.positive_text, "seeds"), default=None, help="override the number of seeds")
+    rp.add_argument("--force", action="store_true", help="replace a different run of the reproduction already in --out (other seeds or --quick)")
     rp.set_defaults(fn=cmd_reproduce)
 
     va = sub.add_parser("validate", help="cross-validate against ns-3 3.44 (pip install 'aqmlab[ns3]') or the Linux kernel (aqmlab emulate; root): the same scenarios, side by side")
@@ -698,7 +754,7 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--sim-only", action="store_true", help="linux: run only the simulated side (compare with the kernel runs already stored)")
     va.add_argument("--quick", action="store_true", help="ns3: runs of at most 60 s; linux: three cases of 10 s")
     va.add_argument("--out", default=None, help="output folder (resumes the runs already in it; default validation-ns3 or validation-linux)")
-    va.add_argument("--jobs", type=int, default=None, help="parallel runs (default: the number of cores)")
+    va.add_argument("--jobs", type=_jobs, default=None, help="parallel runs (default: the number of cores)")
     va.add_argument("--no-align", action="store_true", help="keep aqmlab's Linux-like TCP defaults instead of ns-3's handshake, RTO and ACK policy")
     va.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field in every case (both simulators); flows.{tcp}.… applies to every TCP group")
     va.set_defaults(fn=cmd_validate)
@@ -706,21 +762,39 @@ def build_parser() -> argparse.ArgumentParser:
     from .analysis.args import add_parser as add_analyze
 
     add_analyze(sub)
+    from .characterize.cli import add_parser as add_characterize
+
+    add_characterize(sub)
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = build_parser()
-    if "_ARGCOMPLETE" in os.environ:  # a shell asking for completions (aqmlab completion SHELL)
-        import argcomplete
+    """The `aqmlab` command. Every subcommand runs inside `interrupts.handling()`: a
+    first Ctrl-C or SIGTERM stops it cleanly with one line and exit code 130 or 143,
+    a second forces; bad input is one line and exit code 2."""
+    with interrupts.handling():
+        try:
+            parser = build_parser()
+            if "_ARGCOMPLETE" in os.environ:  # a shell asking for completions (aqmlab completion SHELL)
+                import argcomplete
 
-        argcomplete.autocomplete(parser)
-    args = parser.parse_args(argv)
-    args.argv = list(argv) if argv is not None else None
-    try:
-        return args.fn(args)
-    except BrokenPipeError:
-        return 0
+                argcomplete.autocomplete(parser)
+            try:
+                args = parser.parse_args(argv)
+            except SystemExit as e:  # usage errors (one line), --help, --version
+                return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+            args.argv = list(argv) if argv is not None else None
+            code = args.fn(args)
+            interrupts.check()  # a signal whose exception a finalizer swallowed
+            return code
+        except KeyboardInterrupt as e:
+            print(interrupts.message(e), file=sys.stderr)
+            return interrupts.exit_code(e)
+        except BrokenPipeError:
+            return 0
+        except (_core.ScenarioError, FileExistsError) as e:
+            # input checks of any command that did not catch them itself
+            return _err(str(e))
 
 
 if __name__ == "__main__":

@@ -284,11 +284,14 @@ def compare(
 
     `dirs` are run folders, sweep folders or `Run`s; `figures` lists figure kinds
     (`aqmlab.plots.kinds()`) or (file name, kind, Options) triples, by default every
-    default kind, each skipped when its data is absent. The figures are PNG, embedded
-    in report.html and, with `files`, also written to figures/NAME.png. `progress` is
-    called as (done, total, figure name) while the figures are drawn. With `parallel`
-    a forked process draws half of them (see `render`); `on_started` is called once
-    that process exists, so that the caller may start threads of its own.
+    default kind, each skipped when its data is absent. report.html draws the figures
+    as SVG (`aqmlab.plots.draw_svg`: no matplotlib, a few milliseconds each); a kind
+    without an SVG drawing is embedded as a PNG. With `files`, every figure is also
+    written to figures/NAME.png by matplotlib. `progress` is called as (done, total,
+    figure name) while the figures are drawn. With `parallel` a forked process draws
+    half of the PNGs (see `render`); `on_started` is called once that process exists
+    (at once when there are no PNGs to draw), so that the caller may start threads of
+    its own.
     """
     from . import plots, report
 
@@ -299,30 +302,65 @@ def compare(
     series = group(runs, label)
     out.mkdir(parents=True, exist_ok=True)
     requests = [(f, f, Options()) if isinstance(f, str) else f for f in (figures if figures is not None else plots.default_kinds())]
-    rendered = render(series, requests, progress=progress, parallel=parallel, on_started=on_started)
-    table = headline(series)  # pandas: after the fork, which both processes import it past
+    n = len(requests)
+    svgs: list[Optional[str]] = [None] * n
+    pngs: list[Optional[bytes]] = [None] * n
+    has_svg = [plots.KINDS[kind].svg is not None for _, kind, _ in requests]
+    as_png = [i for i in range(n) if files or not has_svg[i]]
+    if progress:
+        progress(0, n, "")
+    done = 0
+    if as_png:
+        def png_progress(k: int, total: int, name: str) -> None:
+            if progress and k:
+                progress(min(k, n), n, name)
+
+        got = render(series, [requests[i] for i in as_png], progress=png_progress, parallel=parallel, on_started=on_started)
+        for i, png in zip(as_png, got):
+            pngs[i] = png
+        done = len(as_png)
+    elif on_started:
+        on_started()
+    for i, (name, kind, o) in enumerate(requests):
+        if not has_svg[i] or (files and pngs[i] is None):  # no data: matplotlib drew nothing either
+            continue
+        svgs[i] = plots.draw_svg(kind, series, o, ident=f"fig{i}-{kind}")
+        if i not in as_png:
+            done += 1
+            if progress:
+                progress(done, n, name)
+    table = headline(series)
     drawn = []
-    for (name, kind, _), png in zip(requests, rendered):
-        if png is None:
+    for i, (name, kind, _) in enumerate(requests):
+        if svgs[i] is None and pngs[i] is None:
             continue
         paths = []
-        if files:
+        if files and pngs[i] is not None:
             (out / "figures").mkdir(exist_ok=True)
-            (out / "figures" / f"{name}.png").write_bytes(png)
+            _write_bytes(out / "figures" / f"{name}.png", pngs[i])
             paths.append(f"figures/{name}.png")
-        drawn.append((name, paths, plots.KINDS[kind].caption, png))
+        drawn.append((name, paths, plots.KINDS[kind].caption, svgs[i] if svgs[i] is not None else pngs[i]))
     if files:
         _write_text(out / "series.csv", table.to_csv(index=False))
-    page = report.page(title, series, table, [(n, cap, png) for n, _, cap, png in drawn], intro_html=intro_html, base=out)
+    page = report.page(title, series, table, [(n, cap, fig) for n, _, cap, fig in drawn], intro_html=intro_html, base=out)
     path = out / "report.html"
     _write_text(path, page)
     return CompareResult(out, path, [(n, p, c) for n, p, c, _ in drawn], table, series)
 
 
 def _write_text(path: Path, text: str) -> None:
+    _write_bytes(path, text.encode("utf-8"))
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """The whole file or the old one: an interruption leaves no half-written file (a
+    temporary left by a forced exit is removed when a sweep starts again)."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _draw_png(series: list[Series], req: tuple[str, str, Options]) -> Optional[bytes]:
@@ -359,7 +397,7 @@ def render(series: list[Series], requests: Sequence[tuple[str, str, Options]], *
     pid, rfd = None, None
     if parallel and n >= 4 and hasattr(os, "fork"):
         for t in threading.enumerate():  # no import half-done in another thread at the fork
-            if t.name == "aqmlab-prewarm":
+            if t.name.startswith("aqmlab-prewarm"):
                 t.join()
         theirs = list(range(1, n, 2))
         rfd, wfd = os.pipe()

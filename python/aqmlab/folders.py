@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence, Union
@@ -146,6 +147,53 @@ class Run:
         from . import report
 
         return report.run_card(self)
+
+
+RUN_FILES = {
+    "summary.json",
+    "scenario.json",
+    "packets.parquet",
+    "flows.parquet",
+    "timeseries.parquet",
+    "transfers.parquet",
+    "datagrams.parquet",
+    "flow_trace.parquet",
+    "histograms.parquet",
+    "report.html",
+    "figures",
+    "manifest.json",
+    "conservation.ok",
+    "series.csv",
+}
+
+
+def is_run_dir(d: Path) -> bool:
+    """An existing folder that holds a previous run (and nothing else)."""
+    entries = {e.name for e in d.iterdir()}
+    return "summary.json" in entries and entries <= RUN_FILES
+
+
+def check_out_dir(dest: str | os.PathLike[str]) -> Path:
+    """Refuse an output folder that would overwrite something other than a run."""
+    d = Path(dest)
+    if d.exists():
+        if not d.is_dir():
+            raise FileExistsError(f"--out: \"{d}\" exists and is not a directory")
+        if any(d.iterdir()) and not is_run_dir(d):
+            raise FileExistsError(f"--out: \"{d}\" is not empty and does not hold an aqmlab run; choose another folder")
+    return d
+
+
+def _replace_dir(new: Path, dest: Path) -> None:
+    """Move `new` to `dest`, replacing a previous run folder there."""
+    if dest.exists():
+        check_out_dir(dest)
+        old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
+        os.replace(dest, old)
+        os.replace(new, dest)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(new, dest)
 
 
 def is_sweep_dir(d: Path) -> bool:

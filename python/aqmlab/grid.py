@@ -175,7 +175,9 @@ class Grid:
 
     # builders ---------------------------------------------------------------------
     def vary(self, key: str, values: Sequence[Any]) -> "Grid":
-        values = list(values)
+        from .inputs import values as _values
+
+        values = _values(values, f"vary.\"{key}\"")
         if not values:
             raise SweepSpecError(f"vary.\"{key}\": no values")
         self._drop(key)
@@ -183,9 +185,12 @@ class Grid:
         return self
 
     def zip(self, table: Mapping[str, Sequence[Any]]) -> "Grid":
+        from .inputs import values as _values
+
         keys = list(table)
         if not keys:
             raise SweepSpecError("zip: an empty group")
+        table = {k: _values(table[k], f"zip.\"{k}\"") for k in keys}
         lengths = {k: len(list(table[k])) for k in keys}
         if len(set(lengths.values())) != 1:
             desc = ", ".join(f"\"{k}\" has {n}" for k, n in lengths.items())
@@ -278,8 +283,8 @@ class Grid:
             raise _core.ScenarioError(f"{e} (in the sweep's fixed settings)") from None
         seeds: list[Optional[int]] = list(self.seeds) if self.seeds else [None]
         for s in seeds:
-            if s is not None and (not isinstance(s, int) or isinstance(s, bool) or s < 0):
-                raise SweepSpecError(f"seeds: {s!r} is not a non-negative integer")
+            if s is not None and (not isinstance(s, int) or isinstance(s, bool) or not 0 <= s < 2**64):
+                raise SweepSpecError(f"seeds: {s!r} is not a seed (an integer from 0 to {2**64 - 1})")
         if len(set(seeds)) != len(seeds):
             raise SweepSpecError(f"seeds: repeated seed in {seeds}")
         runs: list[RunSpec] = []
@@ -411,8 +416,10 @@ def _seeds(v: Any, where: str) -> Optional[list[int]]:
     if isinstance(v, int):
         if v < 1:
             raise SweepSpecError(f"{where}: a count of seeds must be at least 1, got {v}")
+        if v > 1_000_000:
+            raise SweepSpecError(f"{where}: {v} seeds are too many (at most 1000000 in one sweep)")
         return list(range(1, v + 1))
-    if isinstance(v, list) and v and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in v):
+    if isinstance(v, (list, tuple)) and v and all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**64 for s in v):
         return list(v)
     raise SweepSpecError(f"{where}: expected a count or a list of non-negative integers, got {toml_literal(v)}")
 
@@ -466,13 +473,15 @@ def from_dict(d: Mapping[str, Any], where: str = "sweep spec", base_dir: Optiona
 
 
 def load_spec(path: str | Path) -> Grid:
+    from .scenario import read_text
+
     p = Path(path)
+    if not p.exists():
+        raise SweepSpecError(f"sweep spec: no file \"{p}\"")
     try:
-        d = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SweepSpecError(f"sweep spec: no file \"{p}\"") from None
+        d = tomllib.loads(read_text(p, "sweep spec"))
     except tomllib.TOMLDecodeError as e:
-        raise SweepSpecError(f"sweep spec {p}: invalid TOML: {e}") from None
+        raise SweepSpecError(f"sweep spec {p}: invalid TOML: {str(e).splitlines()[0]}") from None
     return from_dict(d, f"sweep spec {p}", base_dir=p.parent)
 
 
@@ -480,6 +489,6 @@ def is_scenario_file(path: Path) -> bool:
     """A scenario TOML (has a bottleneck or flows) rather than a sweep spec."""
     try:
         d = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return False
     return "bottleneck" in d or "flows" in d

@@ -13,7 +13,10 @@ serves one run and many alike. The data come from the measures layer
 returns None and is left out of reports.
 
 Figures are built on `matplotlib.figure.Figure` directly: this module never selects a
-backend nor imports pyplot, so a notebook keeps its inline backend. Every series keeps
+backend nor imports pyplot, so a notebook keeps its inline backend. Report pages draw
+the same kinds as SVG instead (`draw_svg`, `aqmlab.plots_svg`): the same data, from
+the helpers below that both drawings share, the same colours, titles and labels, in
+milliseconds and without importing matplotlib. Every series keeps
 one colour in every figure (its place in the comparison), from a colour-blind-safe
 palette (Okabe & Ito; beyond eight series, viridis); legends sit outside the axes.
 Styles: "report" (screen), "paper" (a 3.5 in column, 8 pt), "slides" (16:9, 14 pt).
@@ -87,12 +90,20 @@ class Options:
 
 @dataclass(frozen=True)
 class Kind:
-    """A figure kind: its name, drawing function, caption, and whether reports draw it."""
+    """A figure kind: its name, drawing function (a matplotlib Figure), caption, and
+    whether reports draw it. `svg` is the same kind drawn as SVG for report pages
+    (`aqmlab.plots_svg`), or None."""
 
     name: str
     draw: Callable[[list["Series"], Options], Any]
     caption: str
     default: bool = True
+
+    @property
+    def svg(self) -> Optional[Callable[[list["Series"], Options], Any]]:
+        from . import plots_svg
+
+        return plots_svg.KINDS.get(self.name)
 
 
 # -- building blocks ---------------------------------------------------------------------------
@@ -206,10 +217,43 @@ def _title(fig: Any, opt: Options, default: str) -> None:
 # -- distributions --------------------------------------------------------------------------------
 
 
-def _cdf(series: list["Series"], opt: Options, values: Callable[["Series"], Optional[np.ndarray]], xlabel: str, ylabel: str, title: str,
-         clip_pct: Optional[float], xlim: Optional[tuple[float, float]] = None):
-    data = [(s, values(s)) for s in series]
+@dataclass(frozen=True)
+class Cdf:
+    """A CDF kind: the values of a series, the axes' labels, the title, the percentile
+    of the widest series where the x axis ends (None: `xlim`)."""
+
+    values: Callable[["Series", Options], Optional[np.ndarray]]
+    xlabel: Callable[[Options], str]
+    ylabel: str
+    title: str
+    clip_pct: Optional[float] = 99.5
+    xlim: Optional[tuple[float, float]] = None
+
+
+CDFS = {
+    "queue_delay_cdf": Cdf(lambda s, opt: s.queue_delays_at(opt.link), lambda opt: f"queueing delay at the {opt.link} (ms)", "CDF (fraction of packets)",
+                           "Queueing delay per packet"),
+    "utilization_cdf": Cdf(lambda s, opt: s.utilization_at(opt.link), lambda opt: f"{opt.link} utilization (fraction of each interval)",
+                           "CDF (fraction of intervals)", "Utilization", None, (0, 1.02)),
+    "bulk_goodput_cdf": Cdf(lambda s, opt: s.interval_goodputs(m.kinds_of("bulk"), opt.classes), lambda opt: "goodput of a bulk flow per interval (Mbps)",
+                            "CDF (fraction of flow-intervals)", "Goodput of the bulk flows per interval"),
+}
+
+
+def cdf_data(series: list["Series"], opt: Options, kind: str) -> Optional[list[tuple["Series", np.ndarray]]]:
+    """The series with values for CDF kind `kind`, and their values (None: no data;
+    bulk_goodput_cdf needs bulk classes)."""
+    if kind == "bulk_goodput_cdf" and not any(s.classes_of(m.kinds_of("bulk")) for s in series):
+        return None
+    data = [(s, CDFS[kind].values(s, opt)) for s in series]
     data = [(s, v) for s, v in data if v is not None and len(v)]
+    return data or None
+
+
+def _cdf(series: list["Series"], opt: Options, kind: str):
+    spec = CDFS[kind]
+    xlabel, ylabel, title, clip_pct, xlim = spec.xlabel(opt), spec.ylabel, spec.title, spec.clip_pct, spec.xlim
+    data = cdf_data(series, opt, kind)
     if not data:
         return None
     panels = _facets([s for s, _ in data], opt)
@@ -246,25 +290,19 @@ def _cdf(series: list["Series"], opt: Options, values: Callable[["Series"], Opti
 
 
 def queue_delay_cdf(series, opt):
-    return _cdf(series, opt, lambda s: s.queue_delays_at(opt.link), f"queueing delay at the {opt.link} (ms)", "CDF (fraction of packets)", "Queueing delay per packet", 99.5)
+    return _cdf(series, opt, "queue_delay_cdf")
 
 
 def utilization_cdf(series, opt):
-    return _cdf(series, opt, lambda s: s.utilization_at(opt.link), f"{opt.link} utilization (fraction of each interval)", "CDF (fraction of intervals)",
-                "Utilization", None, xlim=(0, 1.02))
+    return _cdf(series, opt, "utilization_cdf")
 
 
 def class_delay_cdf(series, opt):
     """Queueing delay per traffic class: one panel per class, a line per series."""
-    classes = list(dict.fromkeys(c for s in series for c in s.classes_of(None)))
-    if opt.classes is not None:
-        classes = [c for c in classes if c in opt.classes]
-    if len(classes) < 2:
+    got = class_delay_data(series, opt)
+    if got is None:
         return None
-    data = {(id(s), c): s.class_delays([c]) for s in series for c in classes}
-    classes = [c for c in classes if any(v is not None and len(v) for (i, cc), v in data.items() if cc == c)]
-    if not classes:
-        return None
+    classes, data = got
     fig, axes = _grid(opt, len(classes), sharey=True)
     for ax, c in zip(axes, classes):
         tops = []
@@ -285,6 +323,35 @@ def class_delay_cdf(series, opt):
     return fig
 
 
+def class_delay_data(series: list["Series"], opt: Options) -> Optional[tuple[list[str], dict[tuple[int, str], Any]]]:
+    """The classes drawn by class_delay_cdf (two or more, with data) and each series'
+    delays per class, keyed (id(series), class)."""
+    classes = list(dict.fromkeys(c for s in series for c in s.classes_of(None)))
+    if opt.classes is not None:
+        classes = [c for c in classes if c in opt.classes]
+    if len(classes) < 2:
+        return None
+    data = {(id(s), c): s.class_delays([c]) for s in series for c in classes}
+    classes = [c for c in classes if any(v is not None and len(v) for (i, cc), v in data.items() if cc == c)]
+    return (classes, data) if classes else None
+
+
+def ellipse(p: np.ndarray) -> tuple[np.ndarray, float, float, float]:
+    """The 1-σ ellipse of a two-dimensional Gaussian fitted to points `p` (rows of x,
+    y): its centre (the mean), its full width and height along its axes, and its
+    angle (degrees, of the width's axis from x)."""
+    mu = p.mean(axis=0)
+    vals, vecs = np.linalg.eigh(np.cov(p.T))
+    vals = np.clip(vals, 0, None)
+    angle = math.degrees(math.atan2(vecs[1, 1], vecs[0, 1]))
+    return mu, 2 * math.sqrt(vals[1]), 2 * math.sqrt(vals[0]), angle
+
+
+def goodput_delay_title(series: list["Series"]) -> str:
+    gi = series[0].first.scenario.get("metrics", {}).get("goodput_interval", "")
+    return f"Goodput and queueing delay per {gi} interval: points, 1-σ ellipse, mean ×"
+
+
 def goodput_delay(series, opt):
     """RFC 7928 §2.7: goodput against queueing delay, a point per goodput interval of
     each run, and per series the 1-σ ellipse of a two-dimensional Gaussian fitted to its
@@ -303,32 +370,24 @@ def goodput_delay(series, opt):
         mu = p.mean(axis=0)
         ax.plot([mu[0]], [mu[1]], marker="X", ms=9, color=s.color, mec="black", mew=0.6, ls="")
         if len(p) >= 3:
-            cov = np.cov(p.T)
-            vals, vecs = np.linalg.eigh(cov)
-            vals = np.clip(vals, 0, None)
-            angle = math.degrees(math.atan2(vecs[1, 1], vecs[0, 1]))
-            ax.add_patch(Ellipse(tuple(mu), 2 * math.sqrt(vals[1]), 2 * math.sqrt(vals[0]), angle=angle, fill=False, color=s.color, lw=1.8))
+            mu, w, h, angle = ellipse(p)
+            ax.add_patch(Ellipse(tuple(mu), w, h, angle=angle, fill=False, color=s.color, lw=1.8))
     ax.set_xlabel("queueing delay, mean per interval (ms)")
     ax.set_ylabel("goodput per interval (Mbps)")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     _series_legend(fig, [s for s, _ in data], opt)
-    gi = data[0][0].first.scenario.get("metrics", {}).get("goodput_interval", "")
-    _title(fig, opt, f"Goodput and queueing delay per {gi} interval: points, 1-σ ellipse, mean ×")
+    _title(fig, opt, goodput_delay_title([s for s, _ in data]))
     return fig
 
 
 def goodput(series, opt):
     """Per-flow goodput by class: boxes (25/50/75th, whiskers 5th/95th) with the flows as
     dots; a CDF per series once a class has more than 30 flows in a series."""
-    data = [(s, s.flow_goodputs()) for s in series]
-    data = [(s, g) for s, g in data if g]
-    if not data:
+    got = goodput_data(series, opt)
+    if got is None:
         return None
-    classes = list(dict.fromkeys(c for _, g in data for c in g))
-    if opt.classes is not None:
-        classes = [c for c in classes if c in opt.classes] or classes
-    many = max(len(g.get(c, ())) for _, g in data for c in classes) > 30
+    data, classes, many = got
     fig, axes = _figure(opt, max(4.2, 1.2 + 0.9 * len(data)) * len(classes) if not many else 4.4 * len(classes), 3.6, 1, len(classes))
     for ax, cls in zip(axes[0], classes):
         rows = [(s, g[cls]) for s, g in data if cls in g and len(g[cls])]
@@ -347,9 +406,8 @@ def goodput(series, opt):
                 patch.set_alpha(0.35)
             for med in bp["medians"]:
                 med.set_color("black")
-            rng = np.random.default_rng(0)  # fixed jitter: the same figure every time
-            for i, (s, v) in enumerate(rows):
-                ax.scatter(i + 1 + rng.uniform(-0.15, 0.15, len(v)), v, s=9, color=s.color, zorder=3, linewidths=0)
+            for i, ((s, v), jx) in enumerate(zip(rows, jitter([v for _, v in rows]))):
+                ax.scatter(i + 1 + jx, v, s=9, color=s.color, zorder=3, linewidths=0)
             ax.set_xticks(range(1, len(rows) + 1), [_label(s, opt) if len(rows) > 1 else f"{len(v)} flows" for s, v in rows],
                           rotation=30 if len(rows) > 3 else 0, ha="right" if len(rows) > 3 else "center")
             ax.set_ylabel("per-flow goodput (Mbps)")
@@ -359,16 +417,43 @@ def goodput(series, opt):
         ax.set_title(f"class {cls}{jt}")
     if many:
         _series_legend(fig, [s for s, _ in data], opt)
-    _title(fig, opt, "Per-flow goodput" + (" (CDF over the flows)" if many else " (boxes 25/50/75th, whiskers 5th/95th)"))
+    _title(fig, opt, goodput_title(many))
     return fig
+
+
+def goodput_data(series: list["Series"], opt: Options) -> Optional[tuple[list[tuple["Series", dict[str, np.ndarray]]], list[str], bool]]:
+    """Per-flow goodputs of each series by class, the classes drawn, and whether a
+    class has so many flows (> 30 in a series) that a CDF replaces the boxes."""
+    data = [(s, s.flow_goodputs()) for s in series]
+    data = [(s, g) for s, g in data if g]
+    if not data:
+        return None
+    classes = list(dict.fromkeys(c for _, g in data for c in g))
+    if opt.classes is not None:
+        classes = [c for c in classes if c in opt.classes] or classes
+    many = max(len(g.get(c, ())) for _, g in data for c in classes) > 30
+    return data, classes, many
+
+
+def jitter(groups: Sequence[Any], half_width: float = 0.15) -> list[np.ndarray]:
+    """Fixed horizontal offsets for the dots of each group (a seeded generator: the
+    same figure every time)."""
+    rng = np.random.default_rng(0)
+    return [rng.uniform(-half_width, half_width, len(v)) for v in groups]
+
+
+def goodput_title(many: bool) -> str:
+    return "Per-flow goodput" + (" (CDF over the flows)" if many else " (boxes 25/50/75th, whiskers 5th/95th)")
+
+
+def box_stats(v: Any) -> np.ndarray:
+    """The 5th, 25th, 50th, 75th and 95th percentiles that the boxes draw."""
+    return np.percentile(np.asarray(v, float), [5, 25, 50, 75, 95])
 
 
 def bulk_goodput_cdf(series, opt):
     """Kuhn & Ros Fig. 8: CDF of the bulk flows' goodput, per flow and per interval."""
-    if not any(s.classes_of(m.kinds_of("bulk")) for s in series):
-        return None
-    return _cdf(series, opt, lambda s: s.interval_goodputs(m.kinds_of("bulk"), opt.classes), "goodput of a bulk flow per interval (Mbps)",
-                "CDF (fraction of flow-intervals)", "Goodput of the bulk flows per interval", 99.5)
+    return _cdf(series, opt, "bulk_goodput_cdf")
 
 
 CBR_PCTS = (5, 25, 50, 75, 95)
@@ -377,17 +462,7 @@ CBR_PCTS = (5, 25, 50, 75, 95)
 def cbr_goodput_delay(series, opt):
     """Kuhn & Ros Fig. 6: for each series, the CBR flows' mean goodput (y) against the
     percentiles of their packets' queueing delay (x: 5, 25, 50, 75, 95th)."""
-    data = []
-    for s in series:
-        cls = [c for c in s.classes_of(m.kinds_of("datagrams")) if opt.classes is None or c in opt.classes]
-        if not cls:
-            continue
-        d = s.class_delays(cls)
-        g = s.flow_goodputs(m.kinds_of("datagrams"))
-        vals = np.concatenate([g[c] for c in cls if c in g]) if g else np.array([])
-        if d is None or not len(d) or not len(vals):
-            continue
-        data.append((s, np.percentile(d, CBR_PCTS), float(vals.mean()) * 1000))
+    data = cbr_data(series, opt)
     if not data:
         return None
     panels = _facets([s for s, _, _ in data], opt)
@@ -417,33 +492,34 @@ def cbr_goodput_delay(series, opt):
     return fig
 
 
+def cbr_data(series: list["Series"], opt: Options) -> list[tuple["Series", np.ndarray, float]]:
+    """Per series with CBR classes: the CBR packets' queueing-delay percentiles
+    (CBR_PCTS, ms) and the mean goodput per CBR flow (kbps)."""
+    data = []
+    for s in series:
+        cls = [c for c in s.classes_of(m.kinds_of("datagrams")) if opt.classes is None or c in opt.classes]
+        if not cls:
+            continue
+        d = s.class_delays(cls)
+        g = s.flow_goodputs(m.kinds_of("datagrams"))
+        vals = np.concatenate([g[c] for c in cls if c in g]) if g else np.array([])
+        if d is None or not len(d) or not len(vals):
+            continue
+        data.append((s, np.percentile(d, CBR_PCTS), float(vals.mean()) * 1000))
+    return data
+
+
 def download_times(series, opt):
     """Kuhn & Ros Fig. 7: download time by file size, one box per series, boxes at the
     25/50/75th percentiles and whiskers at the 5th and 95th."""
-    data = [(s, s.transfers()) for s in series]
-    if opt.classes is not None:
-        data = [(s, None if t is None else t[t["class"].astype(str).isin(list(opt.classes))]) for s, t in data]
-    data = [(s, t) for s, t in data if t is not None and not t.empty]
-    if not data:
+    got = download_groups(series, opt)
+    if got is None:
         return None
-    sizes = sorted({int(x) for _, t in data for x in t["size_bytes"].unique()})
-    if len(sizes) > 12:  # continuous sizes (e.g. Pareto): bin them
-        edges = np.unique(np.quantile(np.concatenate([t["size_bytes"].to_numpy(float) for _, t in data]), np.linspace(0, 1, 7)))
-
-        def label_of(x: float) -> int:
-            return int(np.searchsorted(edges[1:-1], x, side="right"))
-
-        names = [f"{edges[i] / 1e3:.0f}–{edges[i + 1] / 1e3:.0f} kB" for i in range(len(edges) - 1)]
-    else:
-        label_of = sizes.index  # type: ignore[assignment]
-        names = [f"{x / 1e3:.0f} kB" for x in sizes]
+    names, data = got
     fig, axes = _figure(opt, max(6.4, 1.3 * len(names) * max(1, len(data)) * 0.6), 4.0)
     ax = axes[0, 0]
     width = 0.8 / len(data)
-    for i, (s, t) in enumerate(data):
-        groups: list[list[float]] = [[] for _ in names]
-        for sz, dt in zip(t["size_bytes"].to_numpy(float), t["download_time_s"].to_numpy(float)):
-            groups[label_of(sz)].append(dt)
+    for i, (s, groups) in enumerate(data):
         pos = [j + 1 - 0.4 + width * (i + 0.5) for j in range(len(names))]
         keep = [(p, g) for p, g in zip(pos, groups) if g]
         if not keep:
@@ -463,6 +539,35 @@ def download_times(series, opt):
     return fig
 
 
+def download_groups(series: list["Series"], opt: Options) -> Optional[tuple[list[str], list[tuple["Series", list[list[float]]]]]]:
+    """The file-size groups of download_times (each size, or six bins of equal counts
+    when sizes are many) and each series' download times (s) per group."""
+    data = [(s, s.transfers()) for s in series]
+    if opt.classes is not None:
+        data = [(s, None if t is None else t[t["class"].astype(str).isin(list(opt.classes))]) for s, t in data]
+    data = [(s, t) for s, t in data if t is not None and not t.empty]
+    if not data:
+        return None
+    sizes = sorted({int(x) for _, t in data for x in t["size_bytes"].unique()})
+    if len(sizes) > 12:  # continuous sizes (e.g. Pareto): bin them
+        edges = np.unique(np.quantile(np.concatenate([t["size_bytes"].to_numpy(float) for _, t in data]), np.linspace(0, 1, 7)))
+
+        def label_of(x: float) -> int:
+            return int(np.searchsorted(edges[1:-1], x, side="right"))
+
+        names = [f"{edges[i] / 1e3:.0f}–{edges[i + 1] / 1e3:.0f} kB" for i in range(len(edges) - 1)]
+    else:
+        label_of = sizes.index  # type: ignore[assignment]
+        names = [f"{x / 1e3:.0f} kB" for x in sizes]
+    out = []
+    for s, t in data:
+        groups: list[list[float]] = [[] for _ in names]
+        for sz, dt in zip(t["size_bytes"].to_numpy(float), t["download_time_s"].to_numpy(float)):
+            groups[label_of(sz)].append(dt)
+        out.append((s, groups))
+    return names, out
+
+
 def download_time_by_size(series, opt, max_kb: float = 160.0, bin_kb: float = 10.0):
     """Jou, Tan & Baras Fig. 9: mean and standard deviation of the download time of the
     files up to `max_kb`, in bins of `bin_kb` by file size, one line per series."""
@@ -470,9 +575,24 @@ def download_time_by_size(series, opt, max_kb: float = 160.0, bin_kb: float = 10
     data = [(s, t) for s, t in data if t is not None]
     if not data:
         return None
-    edges = np.arange(0.0, max_kb + bin_kb, bin_kb)
     fig, axes = _figure(opt, 7.2, 4.2)
     ax = axes[0, 0]
+    for s, xs, ms, sd in size_bins(data, max_kb, bin_kb):
+        ax.errorbar(xs, ms, yerr=sd, color=s.color, marker="o", ms=4, lw=1.3, capsize=2)
+    ax.set_xlabel(f"file size (kB, bins of {bin_kb:g} kB)")
+    ax.set_ylabel("download time (s): mean ± sd")
+    ax.set_xlim(0, max_kb)
+    ax.set_ylim(bottom=0)
+    _series_legend(fig, [s for s, _ in data], opt)
+    _title(fig, opt, "Small file delivery time by size" + pooled([s for s, _ in data]))
+    return fig
+
+
+def size_bins(data: list[tuple["Series", Any]], max_kb: float, bin_kb: float) -> list[tuple["Series", list[float], list[float], list[float]]]:
+    """Per series: bin centres (kB, each series a little apart), mean and standard
+    deviation of the download times of the bins with 3 files or more."""
+    edges = np.arange(0.0, max_kb + bin_kb, bin_kb)
+    out = []
     for i, (s, t) in enumerate(data):
         kb = t["size_bytes"].to_numpy(float) / 1e3
         dt = t["download_time_s"].to_numpy(float)
@@ -482,16 +602,10 @@ def download_time_by_size(series, opt, max_kb: float = 160.0, bin_kb: float = 10
             v = dt[idx == b]
             if len(v) >= 3:
                 xs.append((edges[b] + edges[b + 1]) / 2 + (i - (len(data) - 1) / 2) * bin_kb * 0.12)
-                ms.append(v.mean())
-                sd.append(v.std(ddof=1))
-        ax.errorbar(xs, ms, yerr=sd, color=s.color, marker="o", ms=4, lw=1.3, capsize=2)
-    ax.set_xlabel(f"file size (kB, bins of {bin_kb:g} kB)")
-    ax.set_ylabel("download time (s): mean ± sd")
-    ax.set_xlim(0, max_kb)
-    ax.set_ylim(bottom=0)
-    _series_legend(fig, [s for s, _ in data], opt)
-    _title(fig, opt, "Small file delivery time by size" + pooled([s for s, _ in data]))
-    return fig
+                ms.append(float(v.mean()))
+                sd.append(float(v.std(ddof=1)))
+        out.append((s, xs, ms, sd))
+    return out
 
 
 def drop_causes(series, opt):
@@ -567,18 +681,7 @@ def transfer_rate_by_size(series, opt):
     transfer had not finished by the end of the run (its rate so far)."""
     from matplotlib.lines import Line2D
 
-    from .comparison import _fmt_value
-
-    key = opt.facet
-    lines: dict[str, list[tuple[float, float, bool]]] = {}
-    for s in series:
-        rows = [x for r in s.runs for x in m.transfer_rates(r)]
-        if not rows:
-            continue
-        name = _fmt_value(s.get(key)) if key else s.label()
-        for sz in sorted({x[0] for x in rows}):
-            sel = [x for x in rows if x[0] == sz]
-            lines.setdefault(name, []).append((sz, float(np.mean([x[1] for x in sel])), all(x[2] for x in sel)))
+    lines = transfer_lines(series, opt)
     if not lines:
         return None
     pal = palette(len(lines))
@@ -601,6 +704,24 @@ def transfer_rate_by_size(series, opt):
     ax.set_ylim(bottom=0)
     _title(fig, opt, "Average rate of a late transfer against its size")
     return fig
+
+
+def transfer_lines(series: list["Series"], opt: Options) -> dict[str, list[tuple[float, float, bool]]]:
+    """Lines of transfer_rate_by_size: per value of `opt.facet` (else per series), the
+    (size in bytes, mean rate in Mbps, finished in every seed) of each size run."""
+    from .comparison import _fmt_value
+
+    key = opt.facet
+    lines: dict[str, list[tuple[float, float, bool]]] = {}
+    for s in series:
+        rows = [x for r in s.runs for x in m.transfer_rates(r)]
+        if not rows:
+            continue
+        name = _fmt_value(s.get(key)) if key else s.label()
+        for sz in sorted({x[0] for x in rows}):
+            sel = [x for x in rows if x[0] == sz]
+            lines.setdefault(name, []).append((sz, float(np.mean([x[1] for x in sel])), all(x[2] for x in sel)))
+    return {k: sorted(v) for k, v in lines.items()}
 
 
 # -- over time (one run per series: the lowest seed) ---------------------------------------------
@@ -635,25 +756,110 @@ def _time_panels(series, opt: Options, get: Callable[[Any], Any], draw_one: Call
     return fig
 
 
+# The data of each time kind for one run (None without it), shared by both renderings.
+
+
+def aqm_estimate(r: Any, link: str) -> Optional[Any]:
+    """The AQM's own delay estimate per record interval (time_s, aqm_delay_ms), if it keeps one."""
+    ls = m.link_series(r, link, ["aqm_delay_ms"])
+    return ls if ls is not None and ls["aqm_delay_ms"].notna().any() else None
+
+
+def delay_ylim(q: np.ndarray) -> float:
+    """The top of a queueing-delay axis: just above the 99.9th percentile."""
+    return float(np.nanpercentile(q, 99.9)) * 1.1 or 1.0
+
+
+def red_thresholds(r: Any) -> list[tuple[str, float]]:
+    """Fixed RED/ARED thresholds of the scenario's bottleneck (name, kB), if any."""
+    aqm = (r.scenario.get("bottleneck") or {}).get("aqm") or {}
+    out = []
+    if aqm.get("kind") in ("ared", "red") and not aqm.get("sliding"):
+        for k in ("min_th", "max_th"):
+            v = aqm.get(k)
+            if isinstance(v, str) and v.upper().endswith("KB"):
+                out.append((k, float(v[:-2])))
+    return out
+
+
+def drop_prob_data(r: Any, link: str) -> Optional[Any]:
+    ts = m.link_series(r, link)
+    return ts if ts is not None and ts["drop_prob"].notna().any() else None
+
+
+CAUSES = ("overflow", "random", "deterministic", "mark")
+
+
+def causes_data(r: Any, link: str) -> Optional[tuple[np.ndarray, list[str], list[np.ndarray]]]:
+    """Drops by cause and marks per second at `link`: (end of each second, the
+    causes that occur, their rates), or None when there are none."""
+    ts = m.causes_over_time(r, link)
+    if ts is None or not ts[list(CAUSES)].to_numpy(float).sum():
+        return None
+    t = ts["time_s"].to_numpy(float)
+    dt = float(np.median(np.diff(t))) if len(t) > 1 else 1.0
+    step = max(1, int(round(1.0 / dt)))  # per second
+    n = len(t) // step
+    names = [c for c in CAUSES if ts[c].sum()]
+    ys = [ts[c].to_numpy(float)[: n * step].reshape(n, step).sum(axis=1) / (step * dt) for c in names]
+    return t[: n * step].reshape(n, step)[:, -1], names, ys
+
+
+def cause_label(c: str) -> str:
+    return f"{c} {'marks' if c == 'mark' else 'drops'}"
+
+
+def cwnd_data(r: Any) -> Optional[Any]:
+    f = r.table("timeseries", ["time_s", "flow", "cwnd_segments"], [("scope", "=", "flow")])
+    return None if f is None or f.empty or not f["cwnd_segments"].notna().any() else f
+
+
+def capacity_data(r: Any, link: str) -> Optional[Any]:
+    ts = m.link_series(r, link, ["capacity_mbps", "throughput_mbps"])
+    if ts is None or ts["capacity_mbps"].min() == ts["capacity_mbps"].max():
+        return None
+    return ts
+
+
+def flow_trace_data(series: list["Series"]) -> list[tuple["Series", Any, Any]]:
+    """The flow traces of the first run of up to four series (delivered_bytes, rtt_ms, in_flight_segments)."""
+    data = []
+    for s in series[:4]:
+        r = s.first
+        tr = r.table("flow_trace", ["time_s", "flow", "acked_bytes", "rtt_ms", "in_flight_segments"])
+        if tr is None or tr.empty:
+            continue
+        data.append((s, r, tr.rename(columns={"acked_bytes": "delivered_bytes"})))
+    return data
+
+
+TIME_KINDS = {  # kind: (y label, title)
+    "queue_delay_time": ("queueing delay (ms)", "Queueing delay over time"),
+    "backlog_time": ("queue length (kB)", "Queue length over time"),
+    "drop_prob_time": ("dropping probability", "Dropping probability over time"),
+    "causes_time": ("drops, marks per second", "Drops by cause and marks over time"),
+    "cwnd_time": ("cwnd (segments)", "Congestion windows of the first 8 flows"),
+    "capacity_time": ("Mbps", "Capacity and throughput over time"),
+}
+EWMA_LABEL = f"moving average (EWMA, {m.EWMA_TAU_S:g} s)"
+
+
 def queue_delay_time(series, opt):
     """Kuhn & Ros Fig. 3: per-packet queueing delay over time, with the AQM's own delay
     estimate where it keeps one; each y axis ends just above its 99.9th percentile."""
-
-    def get(r):
-        return m.delay_over_time(r, opt.link)
 
     def one(ax, s, r, d):
         t, q = d
         h = ax.scatter(t, q, s=1, color=s.color, alpha=0.5, rasterized=True, linewidths=0)
         out = [(h, "per-packet queueing delay")]
-        ls = m.link_series(r, opt.link, ["aqm_delay_ms"])
-        if ls is not None and ls["aqm_delay_ms"].notna().any():
+        ls = aqm_estimate(r, opt.link)
+        if ls is not None:
             (ln,) = ax.plot(ls["time_s"], ls["aqm_delay_ms"], color="black", lw=0.7)
             out.append((ln, "the AQM's delay estimate"))
-        ax.set_ylim(0, float(np.nanpercentile(q, 99.9)) * 1.1 or 1.0)
+        ax.set_ylim(0, delay_ylim(q))
         return out
 
-    return _time_panels(series, opt, get, one, "queueing delay (ms)", "Queueing delay over time")
+    return _time_panels(series, opt, lambda r: m.delay_over_time(r, opt.link), one, *TIME_KINDS["queue_delay_time"])
 
 
 def backlog_time(series, opt):
@@ -665,17 +871,13 @@ def backlog_time(series, opt):
         q = ts["backlog_bytes"].to_numpy(float) / 1e3
         (a,) = ax.plot(t, q, color=s.color, lw=0.6, alpha=0.7)
         (b,) = ax.plot(t, m.ewma(t, q), color="black", lw=1.0)
-        out = [(a, "queue length"), (b, f"moving average (EWMA, {m.EWMA_TAU_S:g} s)")]
-        aqm = (r.scenario.get("bottleneck") or {}).get("aqm") or {}
-        if aqm.get("kind") in ("ared", "red") and not aqm.get("sliding"):
-            for k, ls in (("min_th", ":"), ("max_th", "--")):
-                v = aqm.get(k)
-                if isinstance(v, str) and v.upper().endswith("KB"):
-                    out.append((ax.axhline(float(v[:-2]), color="grey", ls=ls, lw=1), k))
+        out = [(a, "queue length"), (b, EWMA_LABEL)]
+        for k, v in red_thresholds(r):
+            out.append((ax.axhline(v, color="grey", ls=":" if k == "min_th" else "--", lw=1), k))
         ax.set_ylim(bottom=0)
         return out
 
-    return _time_panels(series, opt, lambda r: m.link_series(r, opt.link), one, "queue length (kB)", "Queue length over time")
+    return _time_panels(series, opt, lambda r: m.link_series(r, opt.link), one, *TIME_KINDS["backlog_time"])
 
 
 def drop_prob_time(series, opt):
@@ -690,43 +892,23 @@ def drop_prob_time(series, opt):
         ax.set_ylim(bottom=0)
         return [(a, "Inst. P (the AQM's probability)"), (b, f"Avg. P (EWMA, {m.EWMA_TAU_S:g} s)")]
 
-    def get(r):
-        ts = m.link_series(r, opt.link)
-        return ts if ts is not None and ts["drop_prob"].notna().any() else None
-
-    return _time_panels(series, opt, get, one, "dropping probability", "Dropping probability over time")
+    return _time_panels(series, opt, lambda r: drop_prob_data(r, opt.link), one, *TIME_KINDS["drop_prob_time"])
 
 
 def causes_time(series, opt):
     """Drops by cause and ECN marks per second at the link, stacked."""
 
-    def get(r):
-        ts = m.causes_over_time(r, opt.link)
-        if ts is None or not ts[["overflow", "random", "deterministic", "mark"]].to_numpy(float).sum():
-            return None
-        return ts
-
-    def one(ax, s, r, ts):
-        t = ts["time_s"].to_numpy(float)
-        dt = float(np.median(np.diff(t))) if len(t) > 1 else 1.0
-        step = max(1, int(round(1.0 / dt)))  # per second
-        n = len(t) // step
-        names = [c for c in ("overflow", "random", "deterministic", "mark") if ts[c].sum()]
-        ys = [ts[c].to_numpy(float)[: n * step].reshape(n, step).sum(axis=1) / (step * dt) for c in names]
-        tt = t[: n * step].reshape(n, step)[:, -1]
+    def one(ax, s, r, d):
+        tt, names, ys = d
         polys = ax.stackplot(tt, *ys, colors=[CAUSE_COLORS[c] for c in names], alpha=0.85, step="pre", linewidth=0)
         ax.set_ylim(bottom=0)
-        return [(p, f"{c} {'marks' if c == 'mark' else 'drops'}") for p, c in zip(polys, names)]
+        return [(p, cause_label(c)) for p, c in zip(polys, names)]
 
-    return _time_panels(series, opt, get, one, "drops, marks per second", "Drops by cause and marks over time")
+    return _time_panels(series, opt, lambda r: causes_data(r, opt.link), one, *TIME_KINDS["causes_time"])
 
 
 def cwnd_time(series, opt, max_flows: int = 8):
     """Congestion window of the first flows over time (segments, each record interval)."""
-
-    def get(r):
-        f = r.table("timeseries", ["time_s", "flow", "cwnd_segments"], [("scope", "=", "flow")])
-        return None if f is None or f.empty or not f["cwnd_segments"].notna().any() else f
 
     def one(ax, s, r, f):
         flows = sorted(f["flow"].dropna().unique())[:max_flows]
@@ -739,18 +921,12 @@ def cwnd_time(series, opt, max_flows: int = 8):
         ax.set_ylim(bottom=0)
         return out if len(series) == 1 else []
 
-    return _time_panels(series, opt, get, one, "cwnd (segments)", f"Congestion windows of the first {max_flows} flows", height=2.6)
+    return _time_panels(series, opt, cwnd_data, one, "cwnd (segments)", f"Congestion windows of the first {max_flows} flows", height=2.6)
 
 
 def capacity_time(series, opt):
     """The link's capacity and throughput over time, when the capacity changes (a
     schedule or a trace; Pan et al.'s capacity drop)."""
-
-    def get(r):
-        ts = m.link_series(r, opt.link, ["capacity_mbps", "throughput_mbps"])
-        if ts is None or ts["capacity_mbps"].min() == ts["capacity_mbps"].max():
-            return None
-        return ts
 
     def one(ax, s, r, ts):
         (a,) = ax.step(ts["time_s"], ts["capacity_mbps"], where="pre", color="black", lw=1.2)
@@ -758,19 +934,13 @@ def capacity_time(series, opt):
         ax.set_ylim(bottom=0)
         return [(a, "capacity"), (b, "throughput")]
 
-    return _time_panels(series, opt, get, one, "Mbps", "Capacity and throughput over time")
+    return _time_panels(series, opt, lambda r: capacity_data(r, opt.link), one, *TIME_KINDS["capacity_time"])
 
 
 def flow_traces(series, opt, max_flows: int = 5):
     """Popovsky (Palermo) Figs. 2-6: per-connection delivered data, RTT samples and data
     in flight, at ACK granularity when the run traced the flows (record.flow_trace)."""
-    data = []
-    for s in series[:4]:
-        r = s.first
-        tr = r.table("flow_trace", ["time_s", "flow", "acked_bytes", "rtt_ms", "in_flight_segments"])
-        if tr is None or tr.empty:
-            continue
-        data.append((s, r, tr.rename(columns={"acked_bytes": "delivered_bytes"})))
+    data = flow_trace_data(series)
     if not data:
         return None
     fig, axes = _figure(opt, 4.6 * len(data) + 1.6, 7.0, 3, len(data), sharex="col")
@@ -854,6 +1024,22 @@ def draw(kind: str, series: list["Series"], opt: Optional[Options] = None):
     if fig is not None:
         fig.aqmlab_style = opt.style  # `save` writes it with the style's settings (fonts, dpi)
     return fig
+
+
+def draw_svg(kind: str, series: list["Series"], opt: Optional[Options] = None, ident: Optional[str] = None) -> Optional[str]:
+    """Figure `kind` of the series as an `<svg>` element for a report page (None
+    without data, or when the kind has no SVG drawing): the same data, colours and
+    labels as `draw`, in milliseconds and without matplotlib. `ident` keeps the
+    element's internal ids unique within a page."""
+    opt = opt or Options()
+    if kind not in KINDS:
+        raise KeyError(f"figure kind \"{kind}\" (expected one of: {', '.join(KINDS)})")
+    fn = KINDS[kind].svg
+    sel = [s for s in series if all(_matches(s.get(k), v) for k, v in opt.where.items())]
+    if fn is None or not sel:
+        return None
+    fig = fn(sel, opt)
+    return None if fig is None else fig.render(ident or f"fig-{kind}")
 
 
 def figure(kind: str, runs: Iterable[Any], *, style: str = "report", width: Optional[float] = None, height: Optional[float] = None,

@@ -1,9 +1,10 @@
 """report.html: one page for one run, a sweep or any comparison of runs.
 
 The run report is the comparison of one run (`aqmlab.comparison.compare`), with the
-run's detailed tables added. Figures are PNG images embedded in the page (data URIs),
-so the file stands alone; tables scroll sideways on a narrow screen instead of
-overflowing it.
+run's detailed tables added. Figures are SVG drawn into the page (`aqmlab.svg`; a
+kind without an SVG drawing is a PNG data URI), so the file stands alone and needs
+no script or network; they scale with the page, and tables scroll sideways on a
+narrow screen instead of overflowing it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import html
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 from . import measures
 
@@ -158,7 +159,8 @@ th { background: #f3f3f3; }
 td:first-child, th:first-child, td.left { text-align: left; }
 td.left { white-space: normal; }
 figure { margin: 1.5em 0; }
-figure img { display: block; max-width: 100%; height: auto; }
+figure img, figure svg { display: block; max-width: 100%; height: auto; }
+figure svg text { font-variant-numeric: tabular-nums; }
 figcaption { font-size: 0.85em; color: #555; overflow-wrap: anywhere; }
 .meta { color: #555; font-size: 0.9em; } .note { background: #fff8e0; padding: 0.5em 0.8em; }
 .agrees { color: #1a7f37; } .differs { color: #b42318; } .close { color: #9a6700; } .skipped { color: #777; }
@@ -167,16 +169,22 @@ details { margin: 1em 0; }
 """
 
 
-def _figure_html(name: str, caption: str, png: bytes) -> str:
-    from struct import unpack
+def _figure_html(name: str, caption: str, fig: Union[str, bytes]) -> str:
+    """A figure of the page: an inline `<svg>` element (str), or PNG bytes embedded as
+    a data URI."""
+    if isinstance(fig, str):
+        body = fig.replace("<svg ", f"<svg aria-label='{esc(name)}' ", 1)
+    else:
+        from struct import unpack
 
-    w, h = unpack(">II", png[16:24])  # the PNG's IHDR: width and height, so the page does not reflow
-    data = base64.b64encode(png).decode("ascii")
-    return (f"<figure id='fig-{esc(name)}'><img src='data:image/png;base64,{data}' width='{w}' height='{h}' alt='{esc(name)}'>"
-            f"<figcaption><b>{esc(name)}</b>: {esc(caption)}</figcaption></figure>")
+        w, h = unpack(">II", fig[16:24])  # the PNG's IHDR: width and height, so the page does not reflow
+        data = base64.b64encode(fig).decode("ascii")
+        body = f"<img src='data:image/png;base64,{data}' width='{w}' height='{h}' alt='{esc(name)}'>"
+    return f"<figure id='fig-{esc(name)}'>{body}<figcaption><b>{esc(name)}</b>: {esc(caption)}</figcaption></figure>"
 
 
-def page(title: str, series: Sequence["Series"], table: Any, figures: Sequence[tuple[str, str, bytes]], *, intro_html: str = "", base: Optional[Path] = None) -> str:
+def page(title: str, series: Sequence["Series"], table: Any, figures: Sequence[tuple[str, str, Union[str, bytes]]], *, intro_html: str = "",
+         base: Optional[Path] = None) -> str:
     """The report page: title, headline table, (one run: its tables), figures, series."""
     from .plots import seeds_note
 
@@ -213,9 +221,17 @@ def run_title(r: Any) -> str:
     return f"{r.scenario.get('name')} (seed {r.seed}, {measures.headline(r.summary)['aqm']})"
 
 
+def run_report_forks() -> bool:
+    """Whether a run's report draws figures in a forked process (some default kind
+    has no SVG drawing, so matplotlib draws it as PNG)."""
+    from . import plots
+
+    return any(plots.KINDS[k].svg is None for k in plots.default_kinds())
+
+
 def write_report(r: Any, out_dir: Path, progress: Any = None, on_started: Any = None) -> Path:
-    """report.html of one run: the comparison of that run, in `out_dir` (figures drawn
-    by two processes; `on_started` as in `compare`)."""
+    """report.html of one run: the comparison of that run, in `out_dir` (figures as
+    SVG; `on_started` as in `compare`)."""
     from .comparison import compare
 
     return compare([], out_dir, title=run_title(r), runs=[r], files=False, progress=progress, parallel=True, on_started=on_started).report

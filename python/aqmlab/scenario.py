@@ -56,13 +56,31 @@ def source(scenario: ScenarioLike) -> Source:
         else:
             raise _core.ScenarioError(f"scenario: \"{text}\" is a directory without a scenario.json, expected a .toml or .json file or a run folder")
     fmt = "json" if path.suffix.lower() == ".json" else "toml"
-    return Source(path.read_text(encoding="utf-8"), fmt, str(path))
+    return Source(read_text(path, "scenario"), fmt, str(path))
+
+
+def read_text(path: Path, field: str) -> str:
+    """A text file (TOML and JSON are UTF-8), or a one-line ScenarioError naming the file."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise _core.ScenarioError(f"{field}: cannot read \"{path}\": {e.strerror or e}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _core.ScenarioError(
+            f"{field}: \"{path}\" is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); save it as UTF-8"
+        ) from None
 
 
 def resolve(scenario: ScenarioLike, overrides: list[str] | None = None, seed: int | None = None) -> dict[str, Any]:
     """Validate a scenario and return it with every default filled in."""
+    from . import inputs
+
+    seed = inputs.seed(seed)
+    over = inputs.override_list(overrides)
     src = source(scenario)
-    return json.loads(_core.resolve_scenario(src.text, src.format, list(overrides or []), seed, src.base_dir))
+    return json.loads(_core.resolve_scenario(src.text, src.format, over, seed, src.base_dir))
 
 
 def _drop_nulls(v: Any) -> Any:

@@ -17,8 +17,16 @@ A sweep folder holds::
 Runs execute in a process pool over the local cores (``jobs``), or on a Dask
 distributed cluster (``cluster``: a scheduler address or a ``distributed.Client``).
 A run is done when its folder with summary.json exists: run folders are written
-atomically, so a sweep that is killed resumes where it stopped. A run that fails is
-recorded with its error and the others go on.
+atomically, so a sweep that is interrupted or killed resumes where it stopped, and
+the index is rewritten from the folders on disk whatever happens. A run whose worker
+process dies (killed, out of memory) or whose Dask worker is lost is tried once more;
+a run that fails is recorded with its error and the others go on.
+
+Before anything is written, every run is validated, the output folder is checked
+writable, and the memory of the largest run is checked against the machine's (fewer
+local workers run at once if that many would not fit). A folder that holds a
+different sweep is refused unless ``force`` (its runs that the new sweep shares are
+kept, the others removed).
 """
 
 from __future__ import annotations
@@ -30,11 +38,12 @@ import signal
 import sys
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
-from . import _core, grid as _grid
+from . import _core, grid as _grid, inputs, interrupts
 from .grid import Grid, Plan, RunSpec, SweepSpecError
 
 INDEX = "index.parquet"
@@ -51,6 +60,8 @@ def execute(task: Mapping[str, Any]) -> dict[str, Any]:
     from .results import RunResult
 
     t0 = time.perf_counter()
+    if os.environ.get("AQMLAB_TEST_DIE_ON_RUN") == task["run"] and _in_worker:
+        os._exit(9)  # for the tests: a worker process that dies while it runs this run
     try:
         raw = _core.run(task["scenario"], "json", [], None, None)
         r = RunResult(raw)
@@ -68,24 +79,65 @@ def execute(task: Mapping[str, Any]) -> dict[str, Any]:
         }
 
 
+_in_worker = False
+
+
 def _worker_init(parent: int) -> None:
-    # Ctrl-C goes to the whole process group; the parent decides what happens.
+    global _in_worker
+    _in_worker = True
+    # Ctrl-C goes to the whole process group; the parent decides what happens (it
+    # stops the workers). The worker started with SIGINT and SIGTERM blocked (see
+    # `spawning`): SIGINT stays ignored, SIGTERM gets its default action back.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    # A parent killed outright (SIGKILL) cannot stop its workers: they stop themselves.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    # A parent killed outright (SIGKILL) cannot stop its workers: they die with it.
     # The run in progress is lost; its half-written folder is removed on the next start.
-    def watch() -> None:
-        while True:
-            time.sleep(0.5)
-            if os.getppid() != parent:
-                os._exit(1)
-
-    import threading
-
-    threading.Thread(target=watch, name="aqmlab-parent-watch", daemon=True).start()
+    interrupts.die_with_parent(parent)
 
 
 # -- executors ----------------------------------------------------------------------
+
+
+LOST_TWICE = "lost twice"
+
+
+def _lost(t: Mapping[str, Any], why: str) -> dict[str, Any]:
+    return {"run": t["run"], "status": "failed", "error": f"the worker running it was {LOST_TWICE} ({why.splitlines()[0] if why else 'no reason given'})"}
+
+
+@contextmanager
+def spawning() -> Iterator[None]:
+    """Start worker processes with SIGINT and SIGTERM blocked: a signal that arrives
+    while a worker is being started waits until it is (the parent is never cut off in
+    the middle of handing a new worker its start-up data), and the worker, which
+    inherits the mask, cannot be interrupted in its own start-up (a traceback on the
+    terminal); `_worker_init` then lets SIGTERM in again."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def new_pool(jobs: int) -> Any:
+    """A process pool of fresh interpreters (no fork of a process with threads, such as
+    the progress bar's) whose workers ignore Ctrl-C and die with this process."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(os.getpid(),))
+
+
+def stop_pool(ex: Any) -> None:
+    """Stop a process pool now: pending runs cancelled, workers killed and reaped
+    (what a worker was writing is in a temporary folder, removed on the next start)."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+    for p in procs:
+        p.join(5.0)
 
 
 def _local(tasks: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
@@ -93,28 +145,60 @@ def _local(tasks: list[dict[str, Any]], jobs: int) -> Iterator[dict[str, Any]]:
         for t in tasks:
             yield execute(t)
         return
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    ctx = mp.get_context("spawn")  # no fork of a process with threads (the progress bar)
-    ex = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),))
-    pending = {ex.submit(execute, t): t for t in tasks}
-    try:
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for f in done:
-                t = pending.pop(f)
-                try:
-                    yield f.result()
-                except BrokenProcessPool as e:
-                    yield {"run": t["run"], "status": "failed", "error": f"worker process died: {e}"}
-        ex.shutdown(wait=True)
-    except BaseException:
-        ex.shutdown(wait=False, cancel_futures=True)
-        for p in list(getattr(ex, "_processes", {}).values()):
-            p.terminate()
-        raise
+    # A worker that dies (killed, out of memory) breaks the whole pool: every run not
+    # finished comes back as BrokenProcessPool. The pool runs its runs in the order
+    # they were given, so the ones in progress were the first unfinished ones (at most
+    # one per worker, and one queued): those are suspects, tried again one at a time in
+    # a worker of their own; the others go to a new pool as if nothing had happened.
+    queue, suspects = list(tasks), []
+    while queue:
+        ex = new_pool(min(jobs, len(queue)))
+        order, queue = queue, []
+        unfinished = {t["run"]: t for t in order}  # in the order given
+        broken = False
+        try:
+            with spawning():
+                pending = {ex.submit(execute, t): t for t in order}
+            while pending:
+                done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                interrupts.check()
+                for f in done:
+                    t = pending.pop(f)
+                    try:
+                        rec = f.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        continue
+                    del unfinished[t["run"]]
+                    yield rec
+            ex.shutdown(wait=True)
+        except BaseException:
+            stop_pool(ex)
+            raise
+        if broken:
+            left = list(unfinished.values())
+            k = min(jobs, len(order)) + 1
+            suspects += left[:k]
+            queue = left[k:]
+    for t in suspects:
+        ex = new_pool(1)
+        try:
+            with spawning():
+                f = ex.submit(execute, t)
+            while not wait([f], timeout=0.5)[0]:
+                interrupts.check()
+            try:
+                rec = f.result()
+            except BrokenProcessPool as e:
+                rec = _lost(t, f"its process died: {e}")
+            ex.shutdown(wait=True)
+        except BaseException:
+            stop_pool(ex)
+            raise
+        yield rec
 
 
 def _check_workers(client: Any, out: Path) -> None:
@@ -147,14 +231,25 @@ def _dask(tasks: list[dict[str, Any]], cluster: Any, out: Path) -> Iterator[dict
     client = Client(cluster, timeout="30s") if own else cluster
     try:
         _check_workers(client, out)
+        # Dask reschedules the runs of a worker it loses; a run whose workers are lost
+        # again and again ends in KilledWorker (or the like), and gets one more try here
         futs = {client.submit(execute, t, key=f"aqmlab-run-{t['run']}", pure=False): t for t in tasks}
+        tried: dict[str, int] = {t["run"]: 1 for t in tasks}
+        ac = as_completed(list(futs))
         try:
-            for f in as_completed(futs):
-                t = futs[f]
+            for f in ac:
+                t = futs.pop(f)
                 try:
                     yield f.result()
-                except Exception as e:  # KilledWorker, a lost worker...
-                    yield {"run": t["run"], "status": "failed", "error": f"{type(e).__name__}: {e}"}
+                except Exception as e:  # KilledWorker, a lost connection, ...
+                    why = f"{type(e).__name__}: {e}".splitlines()[0]
+                    if tried[t["run"]] < 2:
+                        tried[t["run"]] += 1
+                        g = client.submit(execute, t, key=f"aqmlab-run-{t['run']}-try{tried[t['run']]}", pure=False)
+                        futs[g] = t
+                        ac.add(g)
+                    else:
+                        yield _lost(t, why)
         except BaseException:
             client.cancel(list(futs))
             raise
@@ -223,6 +318,13 @@ def build_grid(
     seeds: Union[int, Sequence[int], None] = None,
 ) -> Grid:
     """A grid from a spec (file, dict or Grid) and/or keyword arguments; keywords win."""
+    for name, v in (("set", set), ("vary", vary), ("levels", levels)):
+        if v is not None and not isinstance(v, Mapping):
+            raise inputs.InputError(f"{name}: {v!r} is not a dict of field paths")
+    if zip is not None and not isinstance(zip, Mapping) and (isinstance(zip, (str, bytes)) or not all(isinstance(z, Mapping) for z in zip)):
+        raise inputs.InputError(f"zip: {zip!r} is neither a dict of field paths nor a list of them")
+    if seeds is not None and not isinstance(seeds, int) and (isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence)):
+        raise inputs.InputError(f"seeds: {seeds!r} is neither a count nor a list of seeds")
     if isinstance(spec, Grid):
         g = spec
     elif isinstance(spec, Mapping):
@@ -241,7 +343,7 @@ def build_grid(
         g._drop(k)
         g.set[k] = v
     for k, vals in (vary or {}).items():
-        g.vary(k, list(vals))
+        g.vary(k, vals)
     for z in ([zip] if isinstance(zip, Mapping) else list(zip or [])):
         g.zip(z)
     for name, table in (levels or {}).items():
@@ -285,20 +387,81 @@ def _progress(total: int, enabled: bool, label: str):
     return ctx()
 
 
-def check_sweep_dir(out: Path) -> None:
+def check_sweep_dir(out: Path, plan: Optional[Plan] = None, force: bool = False) -> None:
+    """Refuse a folder that is not a sweep folder, and one that holds a different
+    sweep than `plan` (other runs) unless `force`."""
+    out = Path(out)
     if out.exists():
         if not out.is_dir():
             raise FileExistsError(f"--out: \"{out}\" exists and is not a directory")
         if any(out.iterdir()) and not (out / SWEEP_JSON).exists():
             raise FileExistsError(f"--out: \"{out}\" is not empty and does not hold an aqmlab sweep; choose another folder")
+        if plan is not None and (out / SWEEP_JSON).exists() and not force:
+            old = _read_sweep(out)
+            new = {(r.name, r.hash) for r in plan.runs}
+            if old is None:
+                raise FileExistsError(f"--out: \"{out}\" holds a sweep.json that cannot be read; choose another folder, or --force to replace it")
+            if old["runs"] != new:
+                shared = len(old["runs"] & new)
+                raise FileExistsError(
+                    f"--out: \"{out}\" holds a different sweep (\"{old['name']}\", {len(old['runs'])} runs; this one has {len(new)}, "
+                    f"{shared} in common); choose another folder, or --force to replace it"
+                )
 
 
-def _clean_temporaries(runs_dir: Path) -> None:
-    """Half-written folders of runs killed while writing (never a finished run)."""
-    if runs_dir.exists():
-        for p in runs_dir.iterdir():
-            if p.name.startswith(".") and (".tmp-" in p.name or ".old-" in p.name):
-                shutil.rmtree(p, ignore_errors=True)
+def _read_sweep(out: Path) -> Optional[dict[str, Any]]:
+    try:
+        d = json.loads((out / SWEEP_JSON).read_text())
+        return {"name": d.get("grid", {}).get("name", "?"), "runs": {(r["run"], r["hash"]) for r in d["runs"]}}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _clean_temporaries(out: Path) -> None:
+    """Half-written files and folders of a sweep or of runs killed while writing
+    (temporary names only: never a finished run)."""
+    for d in (out, out / "runs", out / "failures", out / "figures"):
+        if d.exists():
+            for p in d.iterdir():
+                if p.name.startswith(".") and (".tmp-" in p.name or ".old-" in p.name):
+                    if p.is_dir():
+                        shutil.rmtree(p, ignore_errors=True)
+                    else:
+                        p.unlink(missing_ok=True)
+
+
+def _replace_sweep(out: Path, plan: Plan) -> None:
+    """--force: keep the runs the new sweep shares with the old, remove the rest."""
+    keep = {r.name for r in plan.runs}
+    for p in list(out.iterdir()):
+        if p.name == "runs":
+            for r in p.iterdir():
+                if r.name not in keep:
+                    shutil.rmtree(r, ignore_errors=True)
+        elif p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+
+
+def check_memory(plan: Plan, jobs: int, cluster: Any = None) -> int:
+    """Refuse a plan whose largest run would not fit in the memory available; return
+    how many local workers may run at once (at most `jobs`)."""
+    if not plan.runs:
+        return jobs
+    biggest, spec = -1, None
+    for r in plan.runs:
+        est = inputs.estimate(r.scenario_json(), "json", [], None, None)
+        if est["process_bytes"] > biggest:
+            biggest, spec = est["process_bytes"], (r, est)
+    avail = inputs.available_memory()
+    if avail is None or spec is None:
+        return jobs
+    r, est = spec
+    inputs.check_memory(est, what=f"run {r.name}" if len(plan.runs) > 1 else "the run", available=avail)
+    if cluster is not None:
+        return jobs
+    return max(1, min(jobs, avail // max(1, biggest)))
 
 
 def run_plan(
@@ -314,14 +477,27 @@ def run_plan(
     on_failure: Optional[Callable[[str, str], None]] = None,
     extra: Optional[Mapping[str, Any]] = None,
     command: Optional[Sequence[str]] = None,
+    force: bool = False,
+    on_note: Optional[Callable[[str], None]] = None,
 ) -> SweepResult:
     """Run (or resume) the runs of a validated plan into `out`; manifest.json records
     how (the command line, host, versions, start and wall time of this sitting)."""
     from . import manifest as _manifest
 
+    jobs = inputs.positive(jobs, "jobs")
     out = Path(out).absolute()
-    check_sweep_dir(out)
+    inputs.writable_dir(out, "out")
+    check_sweep_dir(out, plan, force)
+    if jobs is None:
+        jobs = os.cpu_count() or 1
+    fit = check_memory(plan, jobs, cluster)
+    if fit < jobs and on_note is not None:
+        on_note(f"memory: {fit} runs at once instead of {jobs}, so that they fit in the memory available")
+    jobs = fit
     runs_dir, fail_dir = out / "runs", out / "failures"
+    if force and (out / SWEEP_JSON).exists():
+        _replace_sweep(out, plan)
+    _clean_temporaries(out)
     runs_dir.mkdir(parents=True, exist_ok=True)
     _write_json(out / SWEEP_JSON, {
         "format_version": 1,
@@ -331,22 +507,22 @@ def run_plan(
         **(dict(extra) if extra else {}),
         "runs": [{"run": r.name, "seed": r.seed, "params": r.params, "hash": r.hash, "overrides": list(r.overrides)} for r in plan.runs],
     })
-    _clean_temporaries(runs_dir)
     todo = [r for r in plan.runs if not (runs_dir / r.name / "summary.json").exists()]
     res = SweepResult(out, plan, skipped=len(plan.runs) - len(todo))
     for r in todo:
         (fail_dir / f"{r.name}.json").unlink(missing_ok=True)
     tasks = [{"run": r.name, "scenario": r.scenario_json(), "dir": str(runs_dir / r.name), "report": reports} for r in todo]
-    if jobs is None:
-        jobs = os.cpu_count() or 1
     show = sys.stderr.isatty() if progress is None else progress
     started = _manifest.now_utc()
     t0 = time.perf_counter()
+    results: Optional[Iterator[dict[str, Any]]] = None
+    interrupted = False
     try:
         if tasks:
             results = _dask(tasks, cluster, out) if cluster is not None else _local(tasks, jobs)
             with _progress(len(tasks), show, label) as step:
                 for rec in results:
+                    interrupts.check()
                     ok = rec["status"] == "ok"
                     if ok:
                         res.ran += 1
@@ -358,17 +534,31 @@ def run_plan(
                         if on_failure:
                             on_failure(rec["run"], rec["error"])
                     step(ok)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
+        # workers stopped first (closing the generator stops its pool), then the index
+        # from the run folders on disk, which a first signal does not cut short
+        if results is not None:
+            results.close()
         res.seconds = time.perf_counter() - t0
-        write_index(out, plan)
+        with interrupts.deferred():
+            _clean_temporaries(out)
+            rows = write_index(out, plan)
+        if interrupted:
+            done = sum(1 for r in rows if r["status"] == "ok")
+            interrupts.note(f"{done} of {len(plan.runs)} runs finished, kept and indexed in {out}/index.parquet; workers stopped; the same command resumes")
     if compare and (res.ran + res.skipped) > 0:
         from . import comparison as _compare
 
         from .progress import steps
 
+        interrupts.note(f"all {len(plan.runs)} runs are done and indexed in {out}/index.parquet; the comparison report was not finished (the same command writes it)")
         with steps("comparison", show) as step:
             res.report = _compare.compare([out], out=out, title=f"{plan.grid.name}: {len(plan.runs)} runs", quiet=True, progress=step,
                                           parallel=cluster is None).report  # no fork beside a Dask client's threads
+        interrupts.note(None)
     _write_json(out / _manifest.NAME, _manifest.make(started=started, wall_seconds=time.perf_counter() - t0, command=command,
                                                        runs={"planned": len(plan.runs), "ran": res.ran, "skipped": res.skipped, "failed": res.failed}))
     return res
@@ -389,6 +579,7 @@ def sweep(
     reports: bool = False,
     compare: bool = True,
     progress: Optional[bool] = None,
+    force: bool = False,
 ) -> SweepResult:
     """Run every combination of a grid in parallel into one folder with an index.
 
@@ -411,6 +602,8 @@ def sweep(
         reports: also write report.html for every run.
         compare: write the sweep's comparison report (report.html, figures/).
         progress: show progress bars (default: when stderr is a terminal).
+        force: replace a different sweep already in `out` (the runs both share are
+            kept); without it such a folder is refused.
 
     Returns:
         A `SweepResult`: counts, `.query(sql)`, `.index()`, `.load()` (an `aqmlab.Sweep`).
@@ -418,12 +611,13 @@ def sweep(
     Raises:
         SweepFailed: every run failed (a script that sweeps then exits non-zero); with
             some failures it returns, and `failed` and `failures` say which.
-        ScenarioError: a combination is not a valid scenario (nothing is run).
+        ScenarioError: a combination is not a valid scenario, `out` cannot be written,
+            or the largest run would not fit in memory (nothing is run).
     """
+    inputs.positive(jobs, "jobs")
     g = build_grid(spec, scenario=scenario, vary=vary, zip=zip, levels=levels, set=set, seeds=seeds)
     plan = g.plan()
-    check_sweep_dir(Path(out))
-    res = run_plan(plan, out, jobs=jobs, cluster=cluster, reports=reports, compare=compare, progress=progress, label=g.name)
+    res = run_plan(plan, out, jobs=jobs, cluster=cluster, reports=reports, compare=compare, progress=progress, label=g.name, force=force)
     if res.failed and not res.ran and not res.skipped:
         first = next(iter(res.failures.items()))
         raise SweepFailed(f"sweep: all {res.failed} runs failed (errors in {Path(out) / 'failures'}/); the first, {first[0]}: {first[1]}")
@@ -470,7 +664,8 @@ def index_rows(out: Path, plan: Plan) -> list[dict[str, Any]]:
     return rows
 
 
-def write_index(out: Path, plan: Plan) -> Path:
+def write_index(out: Path, plan: Plan) -> list[dict[str, Any]]:
+    """Write index.parquet (atomically) from the run folders on disk; returns its rows."""
     import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -490,15 +685,21 @@ def write_index(out: Path, plan: Plan) -> Path:
     })
     path = out / INDEX
     tmp = out / f".{INDEX}.tmp-{os.getpid()}"
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
-    return path
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return rows
 
 
 def _write_json(path: Path, data: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 # -- queries ------------------------------------------------------------------------

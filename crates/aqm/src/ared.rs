@@ -173,8 +173,10 @@ impl AredParams {
             check_weight("w_q", w)?;
         }
         check_prob("max_p", self.max_p)?;
-        if self.interval.is_zero() {
-            return Err("interval: must be greater than zero".into());
+        // an adaptation period under a microsecond would make a run of minutes take
+        // billions of adaptations (FGS01 use 0.5 s)
+        if self.interval < Duration::from_micros(1) {
+            return Err(format!("interval: {} is below the shortest adaptation period, 1us", self.interval));
         }
         if !(self.alpha.is_finite() && self.alpha > 0.0) {
             return Err(format!("alpha: must be positive, got {}", self.alpha));

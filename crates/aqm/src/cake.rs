@@ -959,6 +959,11 @@ impl crate::spec::AqmParams for CakeParams {
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Box::new(Cake::new(self, limit))
     }
+    fn built_bytes<P: QPacket>(&self) -> usize {
+        use std::mem::size_of;
+        // the flows, their set tags and hosts, and the lists' links (QUEUES + 3 heads)
+        size_of::<Cake<P>>() + QUEUES * (size_of::<Flow<P>>() + size_of::<u32>() + size_of::<Host>()) + 2 * (QUEUES + 3) * size_of::<u16>()
+    }
 }
 
 #[cfg(test)]

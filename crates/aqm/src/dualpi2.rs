@@ -600,6 +600,9 @@ impl crate::spec::AqmParams for DualPi2Params {
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Box::new(DualPi2::new(self, limit))
     }
+    fn built_bytes<P: QPacket>(&self) -> usize {
+        std::mem::size_of::<DualPi2<P>>()
+    }
 }
 
 #[cfg(test)]

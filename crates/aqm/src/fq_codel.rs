@@ -89,11 +89,13 @@ impl FqCodelParams {
         if self.quantum.0 == 0 {
             return Err("quantum: must be greater than zero".into());
         }
-        if self.flows == 0 {
-            return Err("flows: must be at least 1".into());
+        // Linux refuses more than 65536 flow queues (sch_fq_codel.c, fq_codel_change);
+        // the queues are allocated up front, so four billion would take all the memory
+        if self.flows == 0 || self.flows > 65_536 {
+            return Err(format!("flows: must be 1 to 65536, got {}", self.flows));
         }
         if self.drop_batch_size == 0 {
-            return Err("drop_batch_size: must be at least 1".into());
+            return Err("drop_batch_size: must be at least 1, got 0".into());
         }
         if self.memory_limit.0 == 0 {
             return Err("memory_limit: must be greater than zero".into());
@@ -309,6 +311,9 @@ impl crate::AqmParams for FqCodelParams {
     }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Box::new(FqCodel::new(self, limit))
+    }
+    fn built_bytes<P: QPacket>(&self) -> usize {
+        std::mem::size_of::<FqCodel<P>>() + self.flows as usize * std::mem::size_of::<FlowQueue<P>>()
     }
 }
 

@@ -319,6 +319,9 @@ impl crate::spec::AqmParams for FqPieParams {
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Box::new(FqPie::new(self, limit))
     }
+    fn built_bytes<P: QPacket>(&self) -> usize {
+        std::mem::size_of::<FqPie<P>>() + self.flows as usize * std::mem::size_of::<FlowQueue<P>>()
+    }
 }
 
 #[cfg(test)]

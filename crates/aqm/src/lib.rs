@@ -241,6 +241,12 @@ pub trait AqmParams: Clone + std::fmt::Debug + PartialEq + Default + Serialize +
     /// them on when the table does not give them).
     fn complete(&mut self) {}
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P>;
+    /// The heap a freshly built state machine holds before any packet arrives (a boxed
+    /// state machine, per-flow queues, hash tables), for the memory estimate of a run.
+    /// `tests/built_bytes.rs` checks it against what `build` allocates, for every kind.
+    fn built_bytes<P: QPacket>(&self) -> usize {
+        0
+    }
 }
 
 /// A boxed AQM is an AQM (large state machines are boxed to keep [`AnyAqm`] small).

@@ -143,8 +143,10 @@ impl PieParams {
     ];
 
     pub fn validate(&self) -> Result<(), String> {
-        if self.tupdate.is_zero() {
-            return Err("tupdate: must be greater than zero".into());
+        // Linux takes the update period in microseconds (TCA_PIE_TUPDATE); a shorter one
+        // would make a run of minutes take billions of updates
+        if self.tupdate < Duration::from_micros(1) {
+            return Err(format!("tupdate: {} is below the shortest update period, 1us", self.tupdate));
         }
         if !(self.alpha.is_finite() && self.alpha >= 0.0) {
             return Err(format!("alpha: must be a non-negative number, got {}", self.alpha));

@@ -94,6 +94,11 @@ macro_rules! registry {
             pub fn build<P: QPacket>(&self, limit: Limit) -> AnyAqm<P> {
                 match self { $( AqmSpec::$variant(p) => AnyAqm::$variant(p.build(limit)), )* }
             }
+
+            /// The heap `build` allocates (see [`AqmParams::built_bytes`]).
+            pub fn built_bytes<P: QPacket>(&self) -> usize {
+                match self { $( AqmSpec::$variant(p) => p.built_bytes::<P>(), )* }
+            }
         }
 
         impl<P: QPacket> AnyAqm<P> {

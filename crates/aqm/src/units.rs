@@ -185,24 +185,44 @@ fn fmt_scaled_dec(f: &mut fmt::Formatter<'_>, v: u128, units: &[(u128, &str)], d
     write!(f, "{}{}", v / last.0, last.1)
 }
 
+/// The largest values a scenario may give: beyond them a value is surely a mistake,
+/// and sums of a few of them (a path's delays, a time plus a delay, a rate times a
+/// duration) stay far from the 64-bit limits of the integer clock and counters.
+/// 10^7 s is 116 days of simulated time.
+pub const MAX_DURATION: Duration = Duration::from_nanos(10_000_000 * 1_000_000_000);
+/// 10 Tbps.
+pub const MAX_RATE_BPS: u64 = 10_000_000_000_000;
+/// 1 PB.
+pub const MAX_BYTES: u64 = 1_000_000_000_000_000;
+
+fn at_most(what: &str, s: &str, v: u64, max: u64, max_text: &str) -> Result<u64, UnitError> {
+    if v > max {
+        return Err(UnitError(format!("invalid {what} \"{s}\": at most {max_text}")));
+    }
+    Ok(v)
+}
+
 impl FromStr for Duration {
     type Err = UnitError;
     fn from_str(s: &str) -> Result<Self, UnitError> {
-        parse_quantity("duration", s, DURATION_UNITS, "20ms").map(Duration::from_nanos)
+        let v = parse_quantity("duration", s, DURATION_UNITS, "20ms")?;
+        at_most("duration", s, v, MAX_DURATION.as_nanos(), "10000000s (116 days)").map(Duration::from_nanos)
     }
 }
 
 impl FromStr for Rate {
     type Err = UnitError;
     fn from_str(s: &str) -> Result<Self, UnitError> {
-        parse_quantity("rate", s, RATE_UNITS, "10Mbps").map(Rate)
+        let v = parse_quantity("rate", s, RATE_UNITS, "10Mbps")?;
+        at_most("rate", s, v, MAX_RATE_BPS, "10Tbps").map(Rate)
     }
 }
 
 impl FromStr for Bytes {
     type Err = UnitError;
     fn from_str(s: &str) -> Result<Self, UnitError> {
-        parse_quantity("size", s, SIZE_UNITS, "1500B").map(Bytes)
+        let v = parse_quantity("size", s, SIZE_UNITS, "1500B")?;
+        at_most("size", s, v, MAX_BYTES, "1000000000000000B (1 PB)").map(Bytes)
     }
 }
 

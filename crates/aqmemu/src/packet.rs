@@ -4,16 +4,17 @@
 //! fixed (RFC 1071).
 
 use aqm::{Ecn, QPacket, TcpAck, Time, Transport};
+use aqmsim::packet::Kind;
 
 /// Largest packet the bottleneck carries; the TUN devices' MTU is 1500.
 pub const BUF_SIZE: usize = 2048;
 
-/// Packet kinds, as the simulator's records code them (`results.KINDS`).
-pub const KIND_DATA: u8 = 0;
-pub const KIND_ACK: u8 = 1;
-pub const KIND_SYN: u8 = 2;
-pub const KIND_SYNACK: u8 = 3;
-pub const KIND_UDP: u8 = 4;
+/// Packet kinds, coded as the simulator's records code them ([`Kind`]).
+pub const KIND_DATA: u8 = Kind::Data as u8;
+pub const KIND_ACK: u8 = Kind::Ack as u8;
+pub const KIND_SYN: u8 = Kind::Syn as u8;
+pub const KIND_SYNACK: u8 = Kind::SynAck as u8;
+pub const KIND_UDP: u8 = Kind::Udp as u8;
 
 /// A packet buffer with what the bottleneck parsed out of its headers on arrival.
 #[derive(Debug)]

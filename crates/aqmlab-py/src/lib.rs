@@ -131,10 +131,12 @@ fn run<'py>(
 /// control descriptor says `stop` or closes (see `aqmemu::Fds`). Flow `i`'s sender
 /// port is `base_port + i`. `trace_ms`: a Mahimahi delivery trace for the forward
 /// direction instead of the scenario's constant rate. `delays_ns`: each flow's one-way
-/// path delays (data, return), else the scenario's plan. Returns a dict: `meta` (JSON: links, logged links,
-/// counters) and column dicts `packets` and `link_series`. Runs without the GIL.
+/// path delays (data, return), else the scenario's plan. `groups`: the flow groups' names and
+/// each flow's group, else the scenario's plan. Returns a dict: `meta` (JSON: links, logged
+/// links, histograms, per-flow drops and marks, counters) and column dicts `packets`,
+/// `link_series` and `histograms`. Runs without the GIL.
 #[pyfunction]
-#[pyo3(signature = (text, format, overrides, seed, tun_senders, tun_receivers, control, base_port, flows, spin_ns = None, trace_ms = None, base_dir = None, delays_ns = None))]
+#[pyo3(signature = (text, format, overrides, seed, tun_senders, tun_receivers, control, base_port, flows, spin_ns = None, trace_ms = None, base_dir = None, delays_ns = None, groups = None))]
 #[allow(clippy::too_many_arguments)]
 fn emulate_bottleneck<'py>(
     py: Python<'py>,
@@ -151,9 +153,17 @@ fn emulate_bottleneck<'py>(
     trace_ms: Option<Vec<u64>>,
     base_dir: Option<String>,
     delays_ns: Option<Vec<(u64, u64)>>,
+    groups: Option<(Vec<String>, Vec<u16>)>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let sc = parse(text, format, &overrides, seed, base_dir.as_deref())?;
     let mut cfg = aqmemu::Config::from_scenario(&sc, aqmemu::FlowMap { base_port, flows }).map_err(ScenarioError::new_err)?;
+    // the groups as the caller planned them (its own flows included)
+    if let Some((names, of_flow)) = groups {
+        if of_flow.len() != flows as usize || of_flow.iter().any(|&g| g as usize >= names.len()) {
+            return Err(PyValueError::new_err(format!("groups: {} flows in groups 0..{}, expected {flows} flows", of_flow.len(), names.len())));
+        }
+        (cfg.groups, cfg.flow_group) = (names, of_flow);
+    }
     // each flow's path delays as the caller planned them (its own flows included)
     if let Some(d) = delays_ns {
         cfg.pipes[0].flow_delays = d.iter().map(|x| aqm::Duration::from_nanos(x.0)).collect();
@@ -162,9 +172,9 @@ fn emulate_bottleneck<'py>(
     if let Some(ns) = spin_ns {
         cfg.spin = aqm::Duration::from_nanos(ns);
     }
-    // a trace given here, or the scenario's own `bottleneck.trace`
-    if let Some(ms) = trace_ms.or_else(|| sc.dumbbell().and_then(|b| b.trace.as_ref()).map(|t| t.ms.to_vec())) {
-        cfg = cfg.with_trace(aqmemu::Trace::new(ms).map_err(ScenarioError::new_err)?);
+    // a trace given here instead of the scenario's rate or `bottleneck.trace`
+    if let Some(ms) = trace_ms {
+        cfg = cfg.with_trace(ms).map_err(ScenarioError::new_err)?;
     }
     let fds = aqmemu::Fds { senders: tun_senders, receivers: tun_receivers, control };
     let o = py.detach(|| aqmemu::run(&cfg, fds)).map_err(PyRuntimeError::new_err)?;
@@ -182,10 +192,15 @@ fn emulate_bottleneck<'py>(
         "realtime": o.realtime,
         "lateness_us": {"p50": o.lateness.quantile_us(0.5), "p99": o.lateness.quantile_us(0.99), "p999": o.lateness.quantile_us(0.999), "max_bucket": o.lateness.quantile_us(1.0)},
         "stalls": o.lateness.stalls,
+        "histograms": o.histograms,
+        "flow_drops": o.flow_drops,
+        "flow_ack_drops": o.flow_ack_drops,
+        "flow_marks": o.flow_marks,
     });
     let d = PyDict::new(py);
     d.set_item("meta", meta.to_string())?;
     set_link_columns(py, &d, o.packets, o.link_series)?;
+    d.set_item(HistTable::NAME, table(py, o.histogram_buckets)?)?;
     Ok(d)
 }
 
@@ -263,10 +278,20 @@ fn traffic_catalog() -> String {
     serde_json::json!({"kinds": aqmsim::scenario::TrafficSpec::KINDS, "tcp": tcp, "palermo": palermo, "palermo_doc": palermo_doc}).to_string()
 }
 
+/// The memory a run of the scenario will take (`aqmsim::budget::estimate`), as JSON:
+/// `{core_bytes, process_bytes, packets, parts: [{name, count, bytes, knob}]}`, the
+/// parts largest first. Computed from the scenario alone, in microseconds.
+#[pyfunction]
+#[pyo3(signature = (text, format = "toml", overrides = Vec::new(), seed = None, base_dir = None))]
+fn memory_estimate(text: &str, format: &str, overrides: Vec<String>, seed: Option<u64>, base_dir: Option<String>) -> PyResult<String> {
+    let sc = parse(text, format, &overrides, seed, base_dir.as_deref())?;
+    Ok(serde_json::to_string(&aqmsim::budget::estimate(&sc)).expect("the estimate serializes"))
+}
+
 #[pymodule]
 mod _core {
     #[pymodule_export]
-    use super::{aqm_catalog, builtin_scenarios, cc_catalog, schema, emulate_bottleneck, emulation_plan, resolve_scenario, run, traffic_catalog, ScenarioError, SimulationError};
+    use super::{aqm_catalog, builtin_scenarios, cc_catalog, schema, emulate_bottleneck, emulation_plan, memory_estimate, resolve_scenario, run, traffic_catalog, ScenarioError, SimulationError};
 
     #[pymodule_init]
     fn init(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {

@@ -10,6 +10,7 @@
 //! seed and the component's name. The same scenario and seed give the same output,
 //! bit for bit.
 
+pub mod budget;
 pub mod builtin;
 pub mod dist;
 pub mod endpoint;

@@ -1,11 +1,17 @@
 //! Columnar records of a run: packet events at the recorded links, per-interval link
 //! and flow samples, and one row per flow at the end. Plain `Vec` columns, appended
 //! to on the hot path and handed to Python (or any Arrow writer) as they are.
+//! Beside them, pluggable [`sink`]s get the packets that leave chosen links (the
+//! libpcap writer, [`pcap`], is one).
+
+pub mod pcap;
+pub mod sink;
 
 use aqm::{Duration, Time};
 use serde::Serialize;
 
 use crate::hist::LogHist;
+pub use sink::{OutputFile, PacketSink};
 
 /// Event codes in [`PacketLog::event`].
 pub const EV_ENQUEUE: u8 = 0;
@@ -422,6 +428,43 @@ pub struct Recorder {
     /// Departures from this time on go into the sojourn histograms (`metrics.warmup`).
     hist_from: Time,
     end: Time,
+    /// Plugged-in consumers of the packets leaving chosen links.
+    sinks: Sinks,
+}
+
+/// The recorder's sinks, and per link whether one of them wants its departures
+/// (empty without sinks: a run without them tests one empty list per departure).
+#[derive(Default)]
+struct Sinks {
+    all: Vec<Box<dyn PacketSink>>,
+    wanted: Vec<bool>,
+}
+
+impl std::fmt::Debug for Sinks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} sink(s)", self.all.len())
+    }
+}
+
+/// What the recorder reads of a packet at a link: the simulator's
+/// ([`crate::packet::Packet`]) and the emulator's real ones alike.
+pub trait Logged {
+    /// (flow, uid, kind code, bytes on the wire), as the packet log's columns hold them.
+    fn logged(&self) -> (u32, u64, u8, u32);
+    /// Its flow's forward traffic (data, SYN, datagram: a drop counts in the flow's
+    /// `drops`), or the return traffic (its `ack_drops`).
+    fn forward(&self) -> bool;
+}
+
+impl Logged for crate::packet::Packet {
+    #[inline]
+    fn logged(&self) -> (u32, u64, u8, u32) {
+        (self.flow, self.uid, self.kind as u8, self.size)
+    }
+    #[inline]
+    fn forward(&self) -> bool {
+        self.kind.is_forward()
+    }
 }
 
 /// A queue's own delay estimate for the packet log (-1: it keeps none).
@@ -476,6 +519,42 @@ impl Recorder {
         self.log[l as usize].is_some()
     }
 
+    /// Plug in a sink: it gets the departures of its links ([`PacketSink::links`])
+    /// from now on. Those links must not be eager (their packets must pass through
+    /// the queue one by one), as logged links are not.
+    pub fn add_sink(&mut self, s: Box<dyn PacketSink>) {
+        for &l in s.links() {
+            if self.sinks.wanted.len() <= l as usize {
+                self.sinks.wanted.resize(l as usize + 1, false);
+            }
+            self.sinks.wanted[l as usize] = true;
+        }
+        self.sinks.all.push(s);
+    }
+
+    /// A packet leaves link `l`'s queue for its transmitter at `t`: to the sinks that
+    /// want that link's departures.
+    #[inline]
+    pub fn sink_departure(&mut self, l: u16, t: Time, p: &crate::packet::Packet) {
+        if self.sinks.wanted.get(l as usize).copied().unwrap_or(false) {
+            self.sink_departure_slow(l, t, p);
+        }
+    }
+
+    #[inline(never)]
+    fn sink_departure_slow(&mut self, l: u16, t: Time, p: &crate::packet::Packet) {
+        for s in &mut self.sinks.all {
+            if s.links().contains(&l) {
+                s.departure(l, t, p);
+            }
+        }
+    }
+
+    /// The run is over: each sink's files, given the rest of the run's output.
+    pub fn finish_sinks(&mut self, run: &RunOutput) -> Vec<OutputFile> {
+        std::mem::take(&mut self.sinks.all).into_iter().flat_map(|s| s.finish(run)).collect()
+    }
+
     /// A departure's time in a monitored queue, into its sojourn histograms. With
     /// one flow group the group's histogram is the whole one: it is copied at the
     /// end ([`Recorder::histograms`]) instead of kept twice.
@@ -508,20 +587,21 @@ impl Recorder {
 
     /// A packet handed to link `l`'s transmitter at `t` after `sojourn` in its queue.
     #[inline]
-    pub fn dequeued<P: aqm::QPacket>(&mut self, l: u16, t: Time, p: &crate::packet::Packet, sojourn: Duration, q: &aqm::Qdisc<P>, marked: Option<aqm::Cause>) {
+    pub fn dequeued<P: aqm::QPacket, L: Logged>(&mut self, l: u16, t: Time, p: &L, sojourn: Duration, q: &aqm::Qdisc<P>, marked: Option<aqm::Cause>) {
+        let (flow, uid, kind, size) = p.logged();
         if t >= self.hist_from {
-            self.sojourn(l, p.flow, sojourn.as_nanos());
+            self.sojourn(l, flow, sojourn.as_nanos());
         }
         if let Some(log) = self.log[l as usize] {
             let backlog = q.backlog().bytes;
-            let (soj, kind) = (sojourn.as_nanos() as i64, p.kind as u8);
-            self.packets.push(t.as_nanos(), log, p.flow, p.uid, kind, p.size, EV_DEQUEUE, 0, soj, backlog, -1);
+            let soj = sojourn.as_nanos() as i64;
+            self.packets.push(t.as_nanos(), log, flow, uid, kind, size, EV_DEQUEUE, 0, soj, backlog, -1);
             if let Some(c) = marked {
-                self.packets.push(t.as_nanos(), log, p.flow, p.uid, kind, p.size, EV_MARK, c as u8 + 1, soj, backlog, probe_delay(q));
+                self.packets.push(t.as_nanos(), log, flow, uid, kind, size, EV_MARK, c as u8 + 1, soj, backlog, probe_delay(q));
             }
         }
         if marked.is_some() {
-            self.flow_marks[p.flow as usize] += 1;
+            self.flow_marks[flow as usize] += 1;
         }
     }
 
@@ -539,21 +619,22 @@ impl Recorder {
     /// `rate_bps`; `q`, the queue, for the packet log's AQM estimate.
     #[allow(clippy::too_many_arguments)]
     #[cold]
-    pub fn dropped<P: aqm::QPacket>(&mut self, l: u16, t: Time, p: &crate::packet::Packet, cause: aqm::Cause, sojourn: Option<Duration>, backlog: u64, rate_bps: u64, q: Option<&aqm::Qdisc<P>>) {
+    pub fn dropped<P: aqm::QPacket, L: Logged>(&mut self, l: u16, t: Time, p: &L, cause: aqm::Cause, sojourn: Option<Duration>, backlog: u64, rate_bps: u64, q: Option<&aqm::Qdisc<P>>) {
+        let (flow, uid, kind, size) = p.logged();
         self.cons.dropped += 1;
         if let Some(h) = self.drop_delay[l as usize] {
             let x = (backlog as u128 * 8_000_000_000 / rate_bps.max(1) as u128) as u64;
             self.hists[h as usize + cause.index()].1.record(x);
         }
-        if p.kind.is_forward() {
-            self.flow_drops[p.flow as usize] += 1;
+        if p.forward() {
+            self.flow_drops[flow as usize] += 1;
         } else {
-            self.flow_ack_drops[p.flow as usize] += 1;
+            self.flow_ack_drops[flow as usize] += 1;
         }
         if let Some(log) = self.log[l as usize] {
             let soj = sojourn.map_or(-1, |s| s.as_nanos() as i64);
             let d = q.map_or(-1, probe_delay);
-            self.packets.push(t.as_nanos(), log, p.flow, p.uid, p.kind as u8, p.size, EV_DROP, cause as u8 + 1, soj, backlog, d);
+            self.packets.push(t.as_nanos(), log, flow, uid, kind, size, EV_DROP, cause as u8 + 1, soj, backlog, d);
         }
     }
 
@@ -627,7 +708,6 @@ impl Conservation {
 }
 
 /// Everything a run produces.
-#[derive(Debug)]
 pub struct RunOutput {
     /// The scenario with all defaults, as JSON.
     pub scenario_json: String,
@@ -650,4 +730,59 @@ pub struct RunOutput {
     /// The streaming histograms' names and moments, and their buckets.
     pub histograms: Vec<HistInfo>,
     pub histogram_buckets: HistTable,
+    /// Files the run's sinks wrote (`record.pcap`'s captures), for the run folder.
+    pub files: Vec<OutputFile>,
+}
+
+impl std::fmt::Debug for RunOutput {
+    /// As `#[derive(Debug)]` would print it, except that `files` shows only when a
+    /// sink wrote some: the whole-run digests (`tests/digests.rs`) hash this text, and
+    /// a run without sinks keeps the digest it had before sinks existed. The
+    /// destructuring lists every field, so a new one cannot be left out unnoticed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let RunOutput {
+            scenario_json,
+            seed,
+            sim_ns,
+            wall_seconds,
+            events,
+            links,
+            logged_links,
+            groups,
+            conservation,
+            packets,
+            link_series,
+            flow_series,
+            flows,
+            flow_trace,
+            transfers,
+            datagrams,
+            histograms,
+            histogram_buckets,
+            files,
+        } = self;
+        let mut d = f.debug_struct("RunOutput");
+        d.field("scenario_json", scenario_json)
+            .field("seed", seed)
+            .field("sim_ns", sim_ns)
+            .field("wall_seconds", wall_seconds)
+            .field("events", events)
+            .field("links", links)
+            .field("logged_links", logged_links)
+            .field("groups", groups)
+            .field("conservation", conservation)
+            .field("packets", packets)
+            .field("link_series", link_series)
+            .field("flow_series", flow_series)
+            .field("flows", flows)
+            .field("flow_trace", flow_trace)
+            .field("transfers", transfers)
+            .field("datagrams", datagrams)
+            .field("histograms", histograms)
+            .field("histogram_buckets", histogram_buckets);
+        if !files.is_empty() {
+            d.field("files", files);
+        }
+        d.finish()
+    }
 }

@@ -212,6 +212,16 @@ impl Sim {
         let flow_group: Vec<u16> = flows.iter().map(|f| f.group).collect();
         let mut rec = Recorder::new(nlinks, flow_group, &group_names, &built.logged, &built.monitors, Time::ZERO + sc.metrics.warmup, end);
         rec.record_datagrams = sc.record.datagrams;
+        let captured = sc.pcap_links();
+        if !captured.is_empty() {
+            use crate::record::pcap::{FlowTcp, PcapSink};
+            let links: Vec<(u16, String)> = captured.into_iter().map(|n| (built.links.iter().position(|l| l.name() == n).expect("validated link name") as u16, n)).collect();
+            for &(l, _) in &links {
+                logged[l as usize] = true; // a captured link runs packet by packet, as a logged one
+            }
+            let tcp = flows.iter().map(|f| sc.flows[f.group as usize].traffic.tcp().map(|t| FlowTcp { mss: t.mss.0 as u32, ecn: t.ecn })).collect();
+            rec.add_sink(Box::new(PcapSink::new(links, tcp)));
+        }
         let mut net = Network::new(built.links, built.routes, flow_specs, &logged, end, true);
         let mut eng = Engine::default();
         net.add_slots(&mut eng);
@@ -335,7 +345,7 @@ impl Sim {
         }
         let (histograms, histogram_buckets) = w.rec.histograms();
         let r = &mut w.rec;
-        RunOutput {
+        let mut out = RunOutput {
             scenario_json: sc.to_json(),
             seed: sc.seed,
             sim_ns: w.end.as_nanos(),
@@ -354,7 +364,10 @@ impl Sim {
             datagrams: std::mem::take(&mut r.datagrams),
             histograms,
             histogram_buckets,
-        }
+            files: Vec::new(),
+        };
+        out.files = w.rec.finish_sinks(&out);
+        out
     }
 }
 

@@ -3,6 +3,7 @@ the command line imports neither numpy nor scipy."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Any, Callable
 
 JTB_RATE_BPS = 6e6  # Jou, Tan & Baras §V-VI, Figs. 10-11 and 17-21: C = 6 Mb/s
@@ -20,6 +21,16 @@ def _run(name: str) -> Callable[[Any], int]:
 
 
 # ---- the sub-parser ------------------------------------------------------------------------
+def _seed_arg(text: str) -> int:
+    """A seed, 0 to 2^64 - 1 (a one-line usage error otherwise)."""
+    from .. import inputs
+
+    try:
+        return inputs.seed_text(text, "")
+    except inputs.InputError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix(": ")) from None
+
+
 def add_parser(sub: Any) -> None:
     an = sub.add_parser("analyze", help="models beside the simulation: the ARED queue model (Jou, Tan & Baras §VI), the PIE fluid model")
     asub = an.add_subparsers(dest="analysis", required=True)
@@ -39,7 +50,7 @@ def add_parser(sub: Any) -> None:
     q.add_argument("--duration", type=float, default=300.0, help="simulated seconds (default 300)")
     q.add_argument("--warmup", type=float, default=50.0, help="seconds left out of the estimates (default 50)")
     q.add_argument("--model-seconds", type=float, default=500.0, help="time span of the model trajectories in the figure (default 500 s, as Fig. 20)")
-    q.add_argument("--seed", type=int, default=1, help="the simulation's seed (default 1)")
+    q.add_argument("--seed", type=_seed_arg, default=1, help="the simulation's seed (default 1)")
     q.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a field of the simulated scenario (repeatable)")
     q.add_argument("--no-sim", action="store_true", help="model only, with --W/--sigma or the paper's values")
     q.add_argument("--out", default="analysis/ared-queue", help="output folder for figures, analysis.json, analysis.md (default analysis/ared-queue)")
@@ -52,7 +63,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--dt", type=float, default=0.001, help="integration step in s (default 1 ms)")
     p.add_argument("--warmup", type=float, default=50.0, help="fluid seconds left out of its percentiles (default 50)")
     p.add_argument("--window", type=float, nargs=2, default=[100.0, 160.0], metavar=("FROM", "TO"), help="time window of the trajectory figure (s)")
-    p.add_argument("--seed", type=int, default=None, help="the simulations' seed (default: the scenario's)")
+    p.add_argument("--seed", type=_seed_arg, default=None, help="the simulations' seed (default: the scenario's)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario field (repeatable)")
     p.add_argument("--no-sim", action="store_true", help="model only")
     p.add_argument("--out", default="analysis/pie-fluid", help="output folder for figures, analysis.json, analysis.md (default analysis/pie-fluid)")

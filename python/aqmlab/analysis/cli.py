@@ -151,6 +151,11 @@ def run_ared_queue(a: argparse.Namespace) -> int:
     import aqmlab
 
     out = Path(a.out)  # written only once the inputs are valid
+    try:
+        aqmlab.inputs.writable_dir(out)
+    except aqmlab.ScenarioError as e:
+        print(f"aqmlab: error: {e}", file=sys.stderr)
+        return 2
     C, d, L = a.rate_mbps * 1e6, a.rtt_ms / 1e3, 1500 * 8.0
     if a.scenario:
         # a user's scenario: C and d from its bottleneck and access links
@@ -353,6 +358,11 @@ def run_pie_fluid(a: argparse.Namespace) -> int:
     import aqmlab
 
     out = Path(a.out)  # written only once the inputs are valid
+    try:
+        aqmlab.inputs.writable_dir(out)
+    except aqmlab.ScenarioError as e:
+        print(f"aqmlab: error: {e}", file=sys.stderr)
+        return 2
     try:
         sc = aqmlab.resolve(a.scenario, list(a.set))
     except aqmlab.ScenarioError as e:

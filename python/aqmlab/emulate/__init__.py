@@ -14,6 +14,11 @@ notices, stops the traffic, removes the namespaces and reports the error. The
 traffic programs (`aqmlab.emulate._traffic`) run in the namespaces on the kernel's
 TCP (congestion control set per socket, ECN through the namespaces' sysctl).
 
+Nothing outlives a run: the bottleneck and the traffic programs die with this
+process (PR_SET_PDEATHSIG), whatever ends it; every exit path that runs Python code
+(the end, an error, Ctrl-C, SIGTERM) removes the namespaces and the work folder; and
+a guard process (`_guard.py`) does the same when this process is killed outright.
+
 The run folder has the files of a simulated run, built from the bottleneck's records
 and the traffic programs' samples, so `summary.json` has the same keys.
 """
@@ -141,14 +146,6 @@ def read_trace(path: str | os.PathLike[str]) -> list[int]:
     return out
 
 
-class _Term(Exception):
-    pass
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise _Term()
-
-
 def _readline(p: subprocess.Popen[bytes], timeout: float) -> str:
     """A line from a child's stdout, or '' if it exited or timed out."""
     assert p.stdout is not None
@@ -156,10 +153,40 @@ def _readline(p: subprocess.Popen[bytes], timeout: float) -> str:
     return p.stdout.readline().decode().strip() if r else ""
 
 
+PARENT_ENV = "AQMLAB_EMULATE_PARENT"
+
+
 def _spawn(args: list[str], ns: str | None = None, **kw: Any) -> subprocess.Popen[bytes]:
     cmd = (["ip", "netns", "exec", ns] if ns else []) + [sys.executable, *args]
-    # a session of their own: Ctrl-C reaches this process only, and we stop them
-    return subprocess.Popen(cmd, start_new_session=True, **kw)
+    # a session of their own: Ctrl-C reaches this process only, and we stop them; they
+    # die with this process (`ip netns exec` runs them in place, so we are the parent)
+    env = {**os.environ, PARENT_ENV: str(os.getpid())}
+    return subprocess.Popen(cmd, start_new_session=True, env=env, **kw)
+
+
+def _start_guard(work: Path, run_id: str) -> subprocess.Popen[bytes]:
+    from .. import interrupts
+
+    g = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("_guard.py")), str(work), run_id],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    interrupts.spare(g.pid)  # a forced exit must leave it to clean up
+    return g
+
+
+def _release_guard(g: subprocess.Popen[bytes] | None) -> None:
+    """The run is cleaned up: tell the guard so, and let it go."""
+    if g is None:
+        return
+    try:
+        assert g.stdin is not None
+        g.stdin.write(b"done\n")
+        g.stdin.close()
+        g.wait(5)
+    except (OSError, subprocess.TimeoutExpired):
+        g.kill()
+        g.wait()
 
 
 def _stop(p: subprocess.Popen[bytes] | None) -> None:
@@ -202,16 +229,31 @@ def emulate(
         sc["flows"] = []
     check_kernel_cc(flows)
     tcp_groups = [g for g in sc["flows"] if g["kind"] != "cbr"]
+    if len({bool(g["tcp"]["slow_start_after_idle"]) for g in tcp_groups}) > 1:
+        raise EmulationError("flows: tcp.slow_start_after_idle differs between groups; the emulated senders share one kernel setting (net.ipv4.tcp_slow_start_after_idle)")
+    names = Names(run_id or secrets.token_hex(3))
+    from .. import interrupts
+
+    with interrupts.sigterm_raises():
+        work = Path(tempfile.mkdtemp(prefix=netns.work_prefix(names.run_id)))
+        guard = None
+        try:
+            guard = _start_guard(work, names.run_id)
+            return _run(names, work, src, overrides, seed, sc, flows, groups, trace_ms, progress)
+        finally:
+            with interrupts.deferred():  # a first signal does not cut the cleanup short
+                netns.remove_run(names, work)
+                _release_guard(guard)
+
+
+def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc: dict[str, Any], flows: list[dict[str, Any]],
+         groups: list[dict[str, Any]], trace_ms: list[int] | None, progress: Any) -> RunResult:
+    tcp_groups = [g for g in sc["flows"] if g["kind"] != "cbr"]
     ecn = any(g["tcp"]["ecn"] for g in tcp_groups)
     ssai = {bool(g["tcp"]["slow_start_after_idle"]) for g in tcp_groups}
-    if len(ssai) > 1:
-        raise EmulationError("flows: tcp.slow_start_after_idle differs between groups; the emulated senders share one kernel setting (net.ipv4.tcp_slow_start_after_idle)")
     duration_ns = _duration_ns(sc["duration"])
     interval_ns = _duration_ns(sc["record"]["interval"])
-    names = Names(run_id or secrets.token_hex(3))
-    work = Path(tempfile.mkdtemp(prefix=f"aqmlab-emulate-{names.run_id}-"))
     procs: dict[str, subprocess.Popen[bytes] | None] = {"bottleneck": None, "recv": None, "send": None}
-    old_term = signal.signal(signal.SIGTERM, _on_sigterm) if _is_main_thread() else None
     wall0 = time.perf_counter()
     try:
         spec = {
@@ -229,13 +271,14 @@ def emulate(
             "base_dir": src.base_dir,
             # each flow's one-way path delays, data and return direction
             "delays_ns": [[f["fwd_delay_ns"], f["rev_delay_ns"]] for f in flows],
+            # the groups' names and each flow's, for the recorder's per-group histograms
+            "groups": [[g["name"] for g in groups], [f["group"] for f in flows]],
         }
         (work / "bottleneck.json").write_text(json.dumps(spec))
         npz = work / "bottleneck.npz"
         b = procs["bottleneck"] = _spawn(["-m", "aqmlab.emulate._bottleneck", str(work / "bottleneck.json"), str(npz)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         if _readline(b, 10.0) != "ready":
             raise EmulationError(f"the bottleneck process did not start (exit code {b.poll()})")
-        # the namespaces exist only while the bottleneck process does (see netns.leftovers)
         netns.build(names, ecn, slow_start_after_idle=ssai != {False})
         try:
             netns.attach(names)
@@ -270,9 +313,7 @@ def emulate(
         # everything is up: the run starts shortly, at the same instant for all three
         t0 = time.monotonic_ns() + LEAD_NS
         for p, line in ((b, f"start {t0} {duration_ns}"), (r, f"go {t0}"), (snd, f"go {t0}")):
-            assert p.stdin is not None
-            p.stdin.write(f"{line}\n".encode())
-            p.stdin.flush()
+            _tell(procs, p, f"{line}\n")
         end = t0 + duration_ns
         while True:
             code = b.poll()
@@ -288,8 +329,7 @@ def emulate(
         for k in ("recv", "send"):
             if procs[k].returncode != 0:  # type: ignore[union-attr]
                 raise EmulationError(f"the {k} program failed (exit code {procs[k].returncode})")  # type: ignore[union-attr]
-        b.stdin.write(b"stop\n")
-        b.stdin.close()
+        _tell(procs, b, "stop\n", close=True)
         if _readline(b, 30.0) != "done" or b.wait(10) != 0:
             raise EmulationError(f"the bottleneck process failed (exit code {b.poll()})")
         wall = time.perf_counter() - wall0
@@ -327,35 +367,35 @@ def emulate(
     finally:
         for k in ("send", "recv", "bottleneck"):
             _stop(procs[k])
-        netns.remove_run(names)
-        if old_term is not None:
-            signal.signal(signal.SIGTERM, old_term)
-        for f in work.iterdir():
-            f.unlink()
-        work.rmdir()
 
 
-def _is_main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
+def _tell(procs: dict[str, Any], p: subprocess.Popen[bytes], line: str, close: bool = False) -> None:
+    """Write a command line to a child's stdin. A child that died meanwhile (killed
+    before the run started, say) is an EmulationError naming it, not a broken pipe
+    (which the CLI would take for a closed output and exit quietly)."""
+    assert p.stdin is not None
+    try:
+        p.stdin.write(line.encode())
+        p.stdin.flush()
+        if close:
+            p.stdin.close()
+    except BrokenPipeError:
+        name = next(k for k, q in procs.items() if q is p)
+        try:
+            code: int | None = p.wait(5)
+        except subprocess.TimeoutExpired:
+            code = None
+        if name == "bottleneck":
+            raise EmulationError(f"the bottleneck process died (exit code {code}); the run is lost") from None
+        raise EmulationError(f"the {name} program died (exit code {code}); the run is lost") from None
 
 def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str, Any]:
     """The raw dict `RunResult` reads, from the bottleneck's records and the traffic samples."""
     bmeta = json.loads(str(bn["meta"]))
-    packets = {k.split(".", 1)[1]: v for k, v in bn.items() if k.startswith("packets.")}
-    link_series = {k.split(".", 1)[1]: v for k, v in bn.items() if k.startswith("link_series.")}
+    packets, link_series, histograms = ({k.split(".", 1)[1]: v for k, v in bn.items() if k.startswith(t + ".")} for t in ("packets", "link_series", "histograms"))
     n = len(flows)
-    # per-flow drops and marks at the bottleneck, from its packet records
-    fwd = bmeta["logged_links"].index("bottleneck") if "bottleneck" in bmeta["logged_links"] else -1
-    rev = bmeta["logged_links"].index("bottleneck_rev") if "bottleneck_rev" in bmeta["logged_links"] else -1
-    ev, fl, lk = packets["event"], packets["flow"], packets["link"].astype(np.int64)
-
-    def per_flow(event: int, link: int) -> np.ndarray:
-        return np.bincount(fl[(ev == event) & (lk == link)], minlength=n)[:n]
-
-    drops, ack_drops, marks = per_flow(2, fwd), per_flow(2, rev), per_flow(3, fwd)
+    # per-flow drops and marks at the bottleneck, as its recorder counted them
+    drops, ack_drops, marks = (np.array(bmeta[k], dtype=np.uint64) for k in ("flow_drops", "flow_ack_drops", "flow_marks"))
     final = {int(k): v for k, v in send["final"].items()}
 
     def fin(i: int, key: str, default: int = 0) -> int:
@@ -450,6 +490,7 @@ def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str
         "logged_links": bmeta["logged_links"],
         "groups": groups,
         "conservation": {"created": bmeta["arrived"], "delivered": bmeta["delivered"], "dropped": bmeta["dropped"], "in_flight": bmeta["in_flight"]},
+        "histograms": bmeta["histograms"],
         "version": _core.__version__,
         "emulated": {
             "run_id": run_id,
@@ -466,14 +507,12 @@ def _assemble(sc, seed, groups, flows, bn, recv, send, wall, run_id) -> dict[str
             "one_way_delay_ns": recv["owd_ns"],
         },
     }
-    return {"meta": json.dumps(meta), "packets": packets, "link_series": link_series, "flow_series": fs, "flows": table, "transfers": transfers, "datagrams": datagrams}
-
+    return {"meta": json.dumps(meta), "packets": packets, "link_series": link_series, "histograms": histograms, "flow_series": fs, "flows": table, "transfers": transfers, "datagrams": datagrams}
 
 def _ca(linux_state: int) -> int:
     from ._traffic import CA_MAP
 
     return CA_MAP.get(linux_state, 0)
-
 
 def cli_run(a: Any, headline_table: Any, err: Any, console: Any, progress_runner: Any) -> int:
     """`aqmlab emulate SCENARIO`: checks first (scenario, output folder, root and TUN),
@@ -497,22 +536,28 @@ def cli_run(a: Any, headline_table: Any, err: Any, console: Any, progress_runner
         out = sim.with_name(sim.name.replace(f"-seed{resolved['seed']}", f"-seed{resolved['seed']}-emulated", 1))
     try:
         results.check_out_dir(out)
+        from .. import inputs
+
+        inputs.writable_dir(out)
         netns.preflight()
-    except FileExistsError as e:
+    except (FileExistsError, _core.ScenarioError) as e:
         return err(str(e))
     except EmulationError as e:
         return err(str(e), 1)
     con = console(a.quiet)
     show_bar = sys.stderr.isatty() and not a.quiet
+    from .. import interrupts
+
+    interrupts.note(f"namespaces, processes and temporary files removed; nothing written to {out}")
     try:
         with progress_runner(f"{resolved['name']} (emulated)", show_bar) as cb:
             r = emulate(a.scenario, a.set, a.seed, progress=cb, trace=a.trace)
         r.write(out, report=not a.no_report)
     except EmulationError as e:
         return err(str(e), 1)
-    except (KeyboardInterrupt, _Term):
-        print("aqmlab: interrupted; namespaces and processes removed, nothing written", file=sys.stderr)
-        return 130
+    except _core.SimulationError as e:
+        return err(str(e), 1)
+    interrupts.note(None)
     s = r.summary
     con.print(headline_table(s, f"{resolved['name']} (seed {s['seed']}, emulated: Linux {os.uname().release})"))
     con.print(f"wrote {out}/ (summary.json, packets/flows/timeseries.parquet{', report.html' if not a.no_report else ''})")

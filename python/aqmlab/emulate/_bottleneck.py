@@ -29,10 +29,21 @@ def open_tun(name: str) -> int:
     return fd
 
 
+def _die_with_parent() -> None:
+    """Die with the emulation that started us, however it ends (even SIGKILL)."""
+    import os
+
+    from aqmlab.interrupts import die_with_parent
+
+    parent = os.environ.get("AQMLAB_EMULATE_PARENT")
+    die_with_parent(int(parent) if parent and parent.isdigit() else None)
+
+
 def main(argv: list[str]) -> int:
     from aqmlab import _core
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _die_with_parent()
     spec_path, out = argv
     with open(spec_path) as fh:
         spec = json.load(fh)
@@ -42,8 +53,9 @@ def main(argv: list[str]) -> int:
     raw = _core.emulate_bottleneck(
         spec["text"], spec["format"], spec["overrides"], spec["seed"], snd, rcv, sys.stdin.fileno(), spec["base_port"], spec["flows"], spec.get("spin_ns"), spec.get("trace_ms"),
         spec.get("base_dir"), [tuple(d) for d in spec["delays_ns"]] if spec.get("delays_ns") is not None else None,
+        tuple(spec["groups"]) if spec.get("groups") is not None else None,
     )
-    arrays = {f"{table}.{col}": v for table in ("packets", "link_series") for col, v in raw[table].items()}
+    arrays = {f"{table}.{col}": v for table in ("packets", "link_series", "histograms") for col, v in raw[table].items()}
     tmp = out + ".tmp.npz"
     np.savez(tmp, meta=np.array(raw["meta"]), **arrays)
     os.replace(tmp, out)

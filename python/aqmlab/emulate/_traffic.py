@@ -551,9 +551,20 @@ def send_main(plan: dict[str, Any], out: str) -> None:
         )
 
 
+def _die_with_parent() -> None:
+    """Die with the emulation that started us, however it ends (even SIGKILL)."""
+    import os
+
+    from aqmlab.interrupts import die_with_parent
+
+    parent = os.environ.get("AQMLAB_EMULATE_PARENT")
+    die_with_parent(int(parent) if parent and parent.isdigit() else None)
+
+
 def main(argv: list[str]) -> int:
     mode, plan_path = argv[0], argv[1]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops us
+    _die_with_parent()
     with open(plan_path) as fh:
         plan = json.load(fh)
     if mode == "recv":

@@ -26,7 +26,7 @@ import math
 import os
 import statistics
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -320,15 +320,27 @@ def validate(names: Sequence[str] = (), *, seeds: int = 5, out: Optional[Path] =
     done = sum(len(x["aqmlab"]) + len(x["ns3"]) for x in recs.values())
     if console is not None and done:
         console.print(f"{done} runs already done in {out}, {len(todo)} to run")
-    jobs = jobs or os.cpu_count() or 1
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futs = {pool.submit(_run_one, sim, scs[name], s, dest): (name, sim, s) for name, sim, s, dest in todo}
+    from .. import inputs
+
+    jobs = inputs.positive(jobs, "jobs") or os.cpu_count() or 1
+    from ..sweeps import new_pool, spawning, stop_pool
+
+    pool = new_pool(jobs)
+    try:
+        with spawning():
+            futs = {pool.submit(_run_one, sim, scs[name], s, dest): (name, sim, s) for name, sim, s, dest in todo}
         for k, fut in enumerate(as_completed(futs), 1):
             name, sim, s = futs[fut]
             rec = fut.result()
             recs[name][sim].append(rec)
             if console is not None:
                 console.print(f"[{k}/{len(todo)}] {name} {sim} seed {s}: {rec['wall_seconds']:.2f} s")
+        pool.shutdown(wait=True)
+    except BaseException:
+        # Ctrl-C, SIGTERM or a failed run: the workers are stopped now, not after the
+        # runs still queued (finished runs are in their files; a restart resumes)
+        stop_pool(pool)
+        raise
     for c in cases:
         r = recs[c.name]
         v.rows += compare(c, scs[c.name], r)

@@ -419,8 +419,10 @@ def reproduce(
     cluster: Any = None,
     seeds: Optional[int] = None,
     progress: Optional[bool] = None,
+    force: bool = False,
 ) -> ReproductionResult:
-    """Run reproduction `name`: its sweep, figures, and claims table (docs/reproductions.md)."""
+    """Run reproduction `name`: its sweep, figures, and claims table (docs/reproductions.md).
+    A folder that holds another run of it (other seeds, --quick) is refused unless `force`."""
     from .. import comparison, sweeps
 
     e = get(name)
@@ -433,7 +435,10 @@ def reproduce(
     plan = g.plan()
     t0 = time.perf_counter()
     res = sweeps.run_plan(plan, out, jobs=jobs, cluster=cluster, compare=False, progress=progress, label=g.name,
-                          extra={"reproduction": name, "quick": quick})
+                          extra={"reproduction": name, "quick": quick}, force=force)
+    from .. import interrupts
+
+    interrupts.note(f"all {len(plan.runs)} runs are done and indexed in {out}; the claims and the report were not finished (the same command writes them)")
     runs = comparison.find_runs([out])
     series = comparison.group(runs, e.label)
     ctx = Context(series)
@@ -529,8 +534,8 @@ def _intro_html(e: Reproduction, quick: bool, skipped: Sequence[str], results: S
     )
 
 
-def main(name: str, *, out=None, quick=False, jobs=None, cluster=None, console=None, seeds=None) -> int:
-    r = reproduce(name, out=out, quick=quick, jobs=jobs, cluster=cluster, seeds=seeds)
+def main(name: str, *, out=None, quick=False, jobs=None, cluster=None, console=None, seeds=None, force=False) -> int:
+    r = reproduce(name, out=out, quick=quick, jobs=jobs, cluster=cluster, seeds=seeds, force=force)
     if console is not None:
         from rich.table import Table
 

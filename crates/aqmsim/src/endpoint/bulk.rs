@@ -30,7 +30,7 @@ impl TrafficKind for BulkSpec {
         true
     }
     fn build(&self, f: &FlowSetup<'_>) -> Bulk {
-        Bulk { tcp: TcpFlow::new(f.flow, &self.tcp) }
+        Bulk { tcp: TcpFlow::new(f.flow, &self.tcp).seeded(f) }
     }
 }
 

@@ -137,7 +137,7 @@ pub struct TransferSpec {
 impl DownloadSpec {
     fn client(&self, f: &FlowSetup<'_>) -> Client {
         Client {
-            tcp: TcpFlow::new(f.flow, &self.tcp),
+            tcp: TcpFlow::new(f.flow, &self.tcp).seeded(f),
             cfg: self.tcp.clone(),
             sizes: Some(self.sizes.clone()),
             think: Some(self.think.clone()),
@@ -210,7 +210,7 @@ impl TrafficKind for TransferSpec {
     }
     fn build(&self, f: &FlowSetup<'_>) -> Client {
         Client {
-            tcp: TcpFlow::new(f.flow, &self.tcp),
+            tcp: TcpFlow::new(f.flow, &self.tcp).seeded(f),
             cfg: self.tcp.clone(),
             sizes: None,
             think: None,

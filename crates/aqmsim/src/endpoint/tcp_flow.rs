@@ -4,7 +4,7 @@
 
 use aqm::{Duration, Time};
 
-use super::Cx;
+use super::{Cx, FlowSetup};
 use crate::packet::Packet;
 use crate::record::{FlowSeries, FlowTable};
 use crate::tcp::sender::SenderStats;
@@ -20,6 +20,9 @@ pub struct TcpFlow {
     delivered_before: u64,
     stats_before: SenderStats,
     min_rtt_before: Option<Duration>,
+    /// The run's seed and the flow's stream name, for each connection's controller
+    /// stream (BBR draws its gain cycle's starting phase from it).
+    rng_name: Option<(u64, String)>,
 }
 
 fn min_opt<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
@@ -36,7 +39,21 @@ fn window_col(w: u64) -> i64 {
 
 impl TcpFlow {
     pub fn new(flow: u32, cfg: &TcpConfig) -> TcpFlow {
-        TcpFlow { snd: TcpSender::new(flow, cfg), rcv: TcpReceiver::new(flow, cfg), conn: 0, delivered_before: 0, stats_before: SenderStats::default(), min_rtt_before: None }
+        TcpFlow { snd: TcpSender::new(flow, cfg), rcv: TcpReceiver::new(flow, cfg), conn: 0, delivered_before: 0, stats_before: SenderStats::default(), min_rtt_before: None, rng_name: None }
+    }
+
+    /// Give each connection's congestion controller its own random stream, named
+    /// after the flow's group and index.
+    pub fn seeded(mut self, f: &FlowSetup<'_>) -> TcpFlow {
+        self.rng_name = Some((f.seed, format!("group.{}.flow.{}.cc", f.group, f.index)));
+        self.seed_cc();
+        self
+    }
+
+    fn seed_cc(&mut self) {
+        if let Some((seed, name)) = &self.rng_name {
+            self.snd.set_cc_rng(crate::rng::stream(*seed, &format!("{name}.conn.{}", self.conn)));
+        }
     }
 
     /// Open a new connection: fresh state; what is left of the old one is discarded.
@@ -47,6 +64,7 @@ impl TcpFlow {
         self.min_rtt_before = min_opt(self.min_rtt_before, self.snd.min_rtt());
         self.snd = TcpSender::new(flow, cfg);
         self.rcv = TcpReceiver::new(flow, cfg);
+        self.seed_cc();
     }
 
     /// The sender's counters over all the flow's connections.

@@ -27,7 +27,7 @@ use aqm::{Backlog, Cause, Ctx, Departure, Dropped, Duration, Limit, Qdisc, QPack
 
 use super::trace::{LinkTrace, TRACE_BYTES};
 use crate::engine::Key;
-use crate::record::LinkSeries;
+use crate::record::{LinkInfo, LinkSeries};
 use crate::rng::SimRng;
 
 pub use eager::Eager;
@@ -58,6 +58,10 @@ pub trait Observe<P: QPacket> {
     fn dequeued(&mut self, t: Time, p: &P, sojourn: Duration, q: &Qdisc<P>, marked: Option<Cause>);
     /// Dropped (at the arrival, or from inside the queue with its sojourn).
     fn dropped(&mut self, t: Time, d: &Dropped<P>, q: &Qdisc<P>);
+    /// Takes back a dropped packet once [`Observe::dropped`] has seen it (the
+    /// emulator returns its buffer to its pool); by default it is simply dropped.
+    #[inline]
+    fn recycle(&mut self, _p: P) {}
 }
 
 /// An observer that records nothing.
@@ -239,6 +243,12 @@ impl<P: QPacket> Link<P> {
         self.sampled = on;
     }
 
+    /// The link as a run's metadata describes it, with these counters (its own
+    /// [`Link::stats`], or a copy taken earlier).
+    pub fn info(&self, stats: Stats) -> LinkInfo {
+        LinkInfo { name: self.name.clone(), rate_bps: self.rate.bps(), delay_ns: self.delay.as_nanos(), aqm: self.aqm_kind().to_string(), limit_packets: self.limit.packets, limit_bytes: self.limit.bytes, stats }
+    }
+
     /// Can this link be run eagerly: a DropTail rate link with no rate schedule?
     pub fn can_be_eager(&self) -> bool {
         self.qdisc.aqm.kind() == "droptail" && matches!(&self.shaper, Shaper::Rate { steps, .. } if steps.is_empty())
@@ -343,6 +353,7 @@ impl<P: QPacket> Link<P> {
     fn report_drops<O: Observe<P>>(&mut self, t: Time, drops: &mut Vec<Dropped<P>>, obs: &mut O) {
         for d in drops.drain(..) {
             obs.dropped(t, &d, &self.qdisc);
+            obs.recycle(d.pkt);
         }
     }
 
@@ -465,19 +476,26 @@ impl<P: QPacket> Link<P> {
     // ---- counters ---------------------------------------------------------------
 
     /// Capacity offered up to `now`, in bits: the integral of the rate for a rate
-    /// link, full opportunities for a trace link.
+    /// link, full opportunities before `now` for a trace link (see
+    /// [`Link::opportunities`]).
     pub fn capacity_bits(&self, now: Time) -> u128 {
         match &self.shaper {
             Shaper::Rate { .. } => (self.cap_bitns + self.rate.bps() as u128 * now.saturating_since(self.cap_mark).as_nanos() as u128) / 1_000_000_000,
-            Shaper::Trace { trace, .. } => trace.count_upto(now) as u128 * TRACE_BYTES as u128 * 8,
+            Shaper::Trace { trace, .. } => Self::offered(trace, now) as u128 * TRACE_BYTES as u128 * 8,
         }
     }
 
-    /// Trace links: (opportunities offered up to `now`, opportunities used).
+    /// Opportunities before `now`: those at `now` come after a sample at `now`, as
+    /// its other operations do, and count in the next interval with what they carry.
+    fn offered(trace: &LinkTrace, now: Time) -> u64 {
+        if now == Time::ZERO { 0 } else { trace.count_upto(Time::from_nanos(now.as_nanos() - 1)) }
+    }
+
+    /// Trace links: (opportunities offered before `now`, opportunities used).
     fn opportunities(&self, now: Time) -> (u64, u64) {
         match &self.shaper {
             Shaper::Rate { .. } => (0, 0),
-            Shaper::Trace { trace, used, .. } => (trace.count_upto(now), *used),
+            Shaper::Trace { trace, used, .. } => (Self::offered(trace, now), *used),
         }
     }
 
@@ -597,6 +615,31 @@ mod tests {
         got
     }
 
+    /// Counts the packets handed back after their drop.
+    struct Recycler(Vec<u64>);
+    impl Observe<Packet> for Recycler {
+        type Info = ();
+        fn info(&self, _p: &Packet) {}
+        fn enqueued(&mut self, _t: Time, _p: (), _q: &Qdisc<Packet>, _m: Option<Cause>) {}
+        fn dequeued(&mut self, _t: Time, _p: &Packet, _s: Duration, _q: &Qdisc<Packet>, _m: Option<Cause>) {}
+        fn dropped(&mut self, _t: Time, _d: &Dropped<Packet>, _q: &Qdisc<Packet>) {}
+        fn recycle(&mut self, p: Packet) {
+            self.0.push(p.uid);
+        }
+    }
+
+    #[test]
+    fn a_dropped_packet_is_handed_back_to_the_observer() {
+        // one packet on the wire, one waiting (buffer of 1): the third and fourth are refused
+        let mut l = link(Rate::from_mbps(10), &AqmSpec::default(), Limit::packets(1));
+        let mut obs = Recycler(Vec::new());
+        for uid in 0..4 {
+            l.enqueue(pkt(uid, 1500), Time::ZERO, &mut obs, &mut Vec::new());
+        }
+        assert_eq!(obs.0, [2, 3]);
+        assert_eq!(l.stats().drops[0], 2);
+    }
+
     #[test]
     fn serialization_is_exact_over_many_packets() {
         // 1500 B at 3 Mbps: 4 ms; 1000 B at 3 Mbps: 2.6667 ms. Three 1000 B packets
@@ -622,6 +665,8 @@ mod tests {
         assert_eq!((st.arrivals, st.enqueued, st.dequeued, st.drops[0]), (6, 5, 5, 1));
         assert!(l.conserved());
         assert_eq!(l.sent_until(Time::from_millis(11)), (5_200_000, 6500, 5));
+        let info = l.info(l.stats());
+        assert_eq!((info.name.as_str(), info.rate_bps, info.aqm.as_str(), info.limit_packets, info.stats.arrivals), ("x", 10_000_000, "droptail", Some(2), 6));
     }
 
     #[test]
@@ -665,5 +710,32 @@ mod tests {
         });
         let got = drive(&mut l, &[(500_000, 3000), (3_000_000, 1500)], Time::from_millis(30));
         assert_eq!(got, vec![(500_000, 1_000_000, 1_000_000), (3_000_000, 10_000_000, 10_000_000)]);
+    }
+
+    #[test]
+    fn an_opportunity_at_a_sample_s_time_counts_in_the_next_interval_with_what_it_carries() {
+        // opportunities at 5, 10, 15, 20 ms, ...; three packets queued at 0; samples
+        // every 10 ms, each taken before the operations at its own time
+        let trace = LinkTrace { file: None, ms: std::sync::Arc::new(vec![5, 10]) };
+        let mut l: Link<Packet> = Link::new(LinkConfig {
+            name: "x",
+            rate: Rate::from_mbps(1),
+            delay: Duration::ZERO,
+            limit: Limit::packets(10),
+            aqm: &AqmSpec::default(),
+            schedule: Vec::new(),
+            trace: Some(trace),
+            rng: crate::rng::stream(1, "x"),
+        });
+        let mut r = LinkSeries::default();
+        let iv = Duration::from_millis(10);
+        let before = |ms: u64| Time::from_nanos(ms * 1_000_000 - 1);
+        assert_eq!(drive(&mut l, &[(0, 1500), (0, 1500), (0, 1500)], before(10)).len(), 1);
+        l.sample(Time::from_millis(10), iv, 0, &mut r);
+        assert_eq!(drive(&mut l, &[], before(20)).len(), 2);
+        l.sample(Time::from_millis(20), iv, 0, &mut r);
+        // [0, 10) ms: the opportunity at 5 ms; [10, 20) ms: those at 10 and 15 ms
+        assert_eq!((r.opportunities, r.opportunities_used, r.tx_packets), (vec![1, 2], vec![1, 2], vec![1, 2]));
+        assert_eq!(r.capacity_bps, [1_200_000, 2_400_000]);
     }
 }

@@ -7,9 +7,12 @@
 //! pipe, whose head is an engine slot: the simulator delivers the packet to its
 //! endpoint at that time. In between, links are of two kinds:
 //!
-//! - An *eager* link (a DropTail rate link fed by one host or one link, [`link`]'s
-//!   `eager`) books a packet's passage as soon as the packet leaves its input, and
-//!   hands it on at once: no event at all.
+//! - An *eager* link (a DropTail rate link without a schedule or packet log,
+//!   [`link`]'s `eager`) decides a packet's whole passage at its arrival (a
+//!   booking) and hands it on at once. Fed by one host side or one link, it books
+//!   a packet as soon as the packet leaves that input: no event at all. Fed by
+//!   several, it takes arrivals from its input pipes in key order, as a lazy link
+//!   does, and books each.
 //! - Any other link is *lazy*: its input pipes hold the packets on their way to it,
 //!   and it runs its own timeline (arrivals, transmissions, AQM timers, rate
 //!   changes, trace opportunities) in key order when something needs it: a host
@@ -97,6 +100,8 @@ struct Line {
 
 pub struct Network {
     links: Vec<Link<Packet>>,
+    /// Eager links booked straight from their single input (no input pipes, no wake).
+    direct: Vec<bool>,
     /// Each lazy link's input pipes, by the index of the link they come from.
     inputs: Vec<Vec<u32>>,
     pipes: Vec<Pipe>,
@@ -141,6 +146,7 @@ impl Observe<Packet> for Obs<'_> {
     #[inline]
     fn dequeued(&mut self, t: Time, p: &Packet, sojourn: Duration, q: &aqm::Qdisc<Packet>, marked: Option<Cause>) {
         self.rec.dequeued(self.link, t, p, sojourn, q, marked);
+        self.rec.sink_departure(self.link, t, p);
     }
     fn dropped(&mut self, t: Time, d: &aqm::Dropped<Packet>, q: &aqm::Qdisc<Packet>) {
         self.rec.dropped(self.link, t, &d.pkt, d.cause, d.sojourn, q.backlog().bytes, self.rate_bps, Some(q));
@@ -165,9 +171,14 @@ impl Network {
                 }
             }
         }
+        // An eager link fed by one host side or one link is booked straight through
+        // from there (`direct`); fed by several, it takes its arrivals from its input
+        // pipes in their order, as a lazy link does, and books each.
+        let mut direct = vec![false; n];
         for (l, link) in links.iter_mut().enumerate() {
-            if eager && feeds[l].len() == 1 && link.can_be_eager() && !logged[l] {
+            if eager && link.can_be_eager() && !logged[l] {
                 link.make_eager(end);
+                direct[l] = feeds[l].len() == 1;
             }
         }
         let mut pipes: Vec<Pipe> = Vec::new();
@@ -191,7 +202,7 @@ impl Network {
                                 deliver[r[h] as usize] = Some(p);
                                 Next::Deliver(p)
                             }
-                            Some(&m) if links[m as usize].is_eager() => Next::Book(m),
+                            Some(&m) if direct[m as usize] => Next::Book(m),
                             Some(&m) => Next::Pipe(pipe(r[h], Some(m)), m),
                         })
                         .collect();
@@ -222,7 +233,7 @@ impl Network {
             .collect();
         let (flow_group, lines): (Vec<u16>, Vec<Line>) = flows.into_iter().map(|(g, extra)| (g, Line { extra, q: VecDeque::new() })).unzip();
         let flow_route = flow_group.iter().map(|&g| starts[g as usize]).collect();
-        Network { links, inputs, pipes, deliver, hops, flow_route, flow_group, lines, wake: vec![Time::MAX; n], deliver_slot: vec![usize::MAX; n], wake_slot: vec![usize::MAX; n], end, beyond_end: 0, out: Vec::with_capacity(16) }
+        Network { links, direct, inputs, pipes, deliver, hops, flow_route, flow_group, lines, wake: vec![Time::MAX; n], deliver_slot: vec![usize::MAX; n], wake_slot: vec![usize::MAX; n], end, beyond_end: 0, out: Vec::with_capacity(16) }
     }
 
     pub fn links(&self) -> &[Link<Packet>] {
@@ -236,7 +247,7 @@ impl Network {
             if self.deliver[l].is_some() {
                 self.deliver_slot[l] = eng.add_slot(E::deliver(l as u16));
             }
-            if !self.links[l].is_eager() {
+            if !self.direct[l] {
                 self.wake_slot[l] = eng.add_slot(E::wake(l as u16));
             }
         }
@@ -287,11 +298,16 @@ impl Network {
     /// of key `k`).
     fn enter<E: NetEvents>(&mut self, p: Packet, at: Time, k: Key, eng: &mut Engine<E>, rec: &mut Recorder) {
         let l = self.hop(&p).0;
-        if self.links[l as usize].is_eager() {
+        if self.direct[l as usize] {
             self.book(l, p, at, eng, rec);
             return;
         }
         self.advance(l, k, eng, rec);
+        if self.links[l as usize].is_eager() {
+            self.book(l, p, at, eng, rec);
+            self.refresh_wake(l, eng);
+            return;
+        }
         let mut out = std::mem::take(&mut self.out);
         let link = &mut self.links[l as usize];
         let mut obs = Obs { rec, link: l, rate_bps: link.rate().bps() };
@@ -315,7 +331,8 @@ impl Network {
     fn book_one(&mut self, l: u16, p: &Packet, at: Time, now: Time, rec: &mut Recorder) -> Option<Time> {
         let link = &mut self.links[l as usize];
         if link.booked() >= 256 {
-            link.settle(Time::from_nanos(now.as_nanos().saturating_sub(1))); // keeps the book short
+            // keeps the book short; an arrival from an input pipe may lie before now
+            link.settle(Time::from_nanos(now.min(at).as_nanos().saturating_sub(1)));
         }
         match link.book(at, p.size) {
             Ok((start, end)) => {
@@ -324,7 +341,7 @@ impl Network {
             }
             Err(backlog) => {
                 // refused on overflow (in the link's own stats when it counts or settles)
-                rec.dropped::<Packet>(l, at, p, Cause::Overflow, None, backlog, link.rate().bps(), None);
+                rec.dropped(l, at, p, Cause::Overflow, None, backlog, link.rate().bps(), None::<&aqm::Qdisc<Packet>>);
                 None
             }
         }
@@ -387,21 +404,20 @@ impl Network {
     /// Run lazy link `l`'s operations and arrivals of keys below `bound`.
     fn advance<E: NetEvents>(&mut self, l: u16, bound: Key, eng: &mut Engine<E>, rec: &mut Recorder) {
         let mut out = std::mem::take(&mut self.out);
+        // The earliest input arrival: only this link's pops change its inputs (a
+        // route crosses a link once, so what leaves it never comes back to it here).
+        let mut head = self.input_head(l);
         loop {
             let op = self.links[l as usize].next_op(l);
-            let mut ik = u128::MAX;
-            let mut ip = u32::MAX;
-            for &p in &self.inputs[l as usize] {
-                let pipe = &self.pipes[p as usize];
-                if let Some(&(t, _)) = pipe.q.front() {
-                    let k = arrive_key(t, pipe.from);
-                    if k < ik {
-                        (ik, ip) = (k, p);
-                    }
-                }
-            }
+            let (ik, ip) = head;
             if op.min(ik) >= bound {
                 break;
+            }
+            if op == u128::MAX && self.links[l as usize].is_eager() {
+                let (t, p) = self.pipes[ip as usize].q.pop_front().expect("an input");
+                head = self.input_head(l);
+                self.book(l, p, t, eng, rec);
+                continue;
             }
             let link = &mut self.links[l as usize];
             let mut obs = Obs { rec, link: l, rate_bps: link.rate().bps() };
@@ -410,10 +426,27 @@ impl Network {
             } else {
                 let (t, p) = self.pipes[ip as usize].q.pop_front().expect("an input");
                 link.enqueue(p, t, &mut obs, &mut out);
+                head = self.input_head(l);
             }
             self.route_out(l, &mut out, eng, rec);
         }
         self.out = out;
+    }
+
+    /// The key and pipe of link `l`'s earliest input arrival (`u128::MAX`: none).
+    #[inline]
+    fn input_head(&self, l: u16) -> (Key, u32) {
+        let mut head = (u128::MAX, u32::MAX);
+        for &p in &self.inputs[l as usize] {
+            let pipe = &self.pipes[p as usize];
+            if let Some(&(t, _)) = pipe.q.front() {
+                let k = arrive_key(t, pipe.from);
+                if k < head.0 {
+                    head = (k, p);
+                }
+            }
+        }
+        head
     }
 
     /// Set lazy link `l`'s wake: the earliest arrival or transmission it has not
@@ -467,7 +500,7 @@ impl Network {
             if !self.links[l].sampled() {
                 continue;
             }
-            if !self.links[l].is_eager() {
+            if !self.direct[l] {
                 self.advance(l as u16, bound, eng, rec);
                 self.refresh_wake(l as u16, eng);
             }
@@ -479,7 +512,7 @@ impl Network {
     pub fn finish<E: NetEvents>(&mut self, end: Time, eng: &mut Engine<E>, rec: &mut Recorder) {
         let bound = ((end.as_nanos() as u128) << 64) | ((u32::MAX as u128) << 32);
         for l in 0..self.links.len() {
-            if !self.links[l].is_eager() {
+            if !self.direct[l] {
                 self.advance(l as u16, bound, eng, rec);
             }
         }

@@ -94,11 +94,16 @@ fn dumbbell(sc: &Scenario) -> Result<Built, ScenarioError> {
     } else {
         Vec::new()
     };
-    let monitors = vec![
+    Ok(Built { links, routes, logged, monitors: dumbbell_monitors() })
+}
+
+/// The dumbbell's streaming histograms: the bottleneck's (per group, and the queueing
+/// delay at drops) and its reverse side's; links 0 and 1, simulated or emulated.
+pub fn dumbbell_monitors() -> Vec<Monitor> {
+    vec![
         Monitor { link: 0, name: "bottleneck".into(), by_group: true, drop_delay: true },
         Monitor { link: 1, name: "bottleneck_rev".into(), by_group: false, drop_delay: false },
-    ];
-    Ok(Built { links, routes, logged, monitors })
+    ]
 }
 
 /// A topology of `[[links]]`: link `i`'s forward side is link `2i` (named as declared),

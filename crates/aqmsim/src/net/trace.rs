@@ -50,6 +50,12 @@ impl LinkTrace {
         Ok(v)
     }
 
+    /// A trace given as its opportunity times in ms (checked as a file's would be).
+    pub fn from_ms(ms: Vec<u64>) -> Result<LinkTrace, String> {
+        Self::check(&ms)?;
+        Ok(LinkTrace { file: None, ms: Arc::new(ms) })
+    }
+
     fn check(v: &[u64]) -> Result<(), String> {
         if v.is_empty() {
             return Err("no timestamps".into());
@@ -157,6 +163,9 @@ mod tests {
         assert!(LinkTrace::from_text("1\n\n2\n").unwrap_err().contains("line 2"));
         assert!(LinkTrace::from_text("1.5\n").unwrap_err().contains("line 1"));
         assert!(LinkTrace::from_text("").is_err());
+        assert_eq!(LinkTrace::from_ms(vec![1, 1, 3, 10]).unwrap().ms.as_slice(), [1, 1, 3, 10]);
+        assert_eq!(LinkTrace::from_ms(vec![2, 1]).unwrap_err(), "timestamps must not decrease");
+        assert!(LinkTrace::from_ms(vec![]).is_err() && LinkTrace::from_ms(vec![0]).is_err());
     }
 
     #[test]

@@ -36,9 +36,26 @@ pub struct ScenarioError {
 }
 
 impl fmt::Display for ScenarioError {
+    /// One line: control characters that came from the input (a key or value with a
+    /// carriage return, a NUL) are written escaped, `\r`, `\u{0}`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() { write!(f, "{}", self.message) } else { write!(f, "{}: {}", self.path, self.message) }
+        if !self.path.is_empty() {
+            write_escaped(f, &self.path)?;
+            f.write_str(": ")?;
+        }
+        write_escaped(f, &self.message)
     }
+}
+
+fn write_escaped(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
+    for c in s.chars() {
+        if c.is_control() {
+            write!(f, "{}", c.escape_default())?;
+        } else {
+            fmt::Write::write_char(f, c)?;
+        }
+    }
+    Ok(())
 }
 impl std::error::Error for ScenarioError {}
 
@@ -194,6 +211,64 @@ pub struct RecordSpec {
     pub flow_trace: Vec<FlowSel>,
     /// One row per UDP datagram received, with its one-way delay (`datagrams.parquet`).
     pub datagrams: bool,
+    /// libpcap captures (`packets.pcap`, or `packets.LINK.pcap` each with several):
+    /// every packet leaving the link's queue, with synthetic IPv4 + TCP/UDP headers
+    /// ([`crate::record::pcap`]). `true` captures the recorded links (`links`), a
+    /// list the named link sides. Off by default, and written into the scenario's
+    /// JSON only when on (so the runs without it keep their digests).
+    #[serde(skip_serializing_if = "PcapSel::is_off")]
+    pub pcap: PcapSel,
+}
+
+/// `record.pcap`: which link sides get a libpcap capture.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum PcapSel {
+    /// `false`, or an empty list.
+    #[default]
+    Off,
+    /// `true`: the recorded links (`record.links`).
+    Recorded,
+    /// The link sides named.
+    Links(Vec<String>),
+}
+
+impl PcapSel {
+    pub fn is_off(&self) -> bool {
+        matches!(self, PcapSel::Off)
+    }
+}
+
+impl Serialize for PcapSel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            PcapSel::Off => s.serialize_bool(false),
+            PcapSel::Recorded => s.serialize_bool(true),
+            PcapSel::Links(v) => v.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PcapSel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = PcapSel;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("true, false or a list of link names (such as [\"bottleneck\"])")
+            }
+            fn visit_bool<E: de::Error>(self, b: bool) -> Result<PcapSel, E> {
+                Ok(if b { PcapSel::Recorded } else { PcapSel::Off })
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<PcapSel, A::Error> {
+                let mut v = Vec::new();
+                while let Some(name) = a.next_element::<String>()? {
+                    v.push(name);
+                }
+                Ok(if v.is_empty() { PcapSel::Off } else { PcapSel::Links(v) })
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl Default for RecordSpec {
@@ -205,6 +280,7 @@ impl Default for RecordSpec {
             flow_series: true,
             flow_trace: Vec::new(),
             datagrams: true,
+            pcap: PcapSel::Off,
         }
     }
 }
@@ -605,12 +681,58 @@ impl Scenario {
         if self.record.interval.is_zero() {
             return Err(err("record.interval", "must be greater than zero"));
         }
+        self.validate_pcap(nflows)?;
         for (name, d) in [("utilization_interval", self.metrics.utilization_interval), ("goodput_interval", self.metrics.goodput_interval)] {
             if d.is_zero() || d.as_nanos() % self.record.interval.as_nanos() != 0 {
                 return Err(err(format!("metrics.{name}"), format!("{d} must be a positive multiple of record.interval ({})", self.record.interval)));
             }
         }
+        if self.metrics.warmup >= self.duration {
+            return Err(err("metrics.warmup", format!("{} is not before the end of the run ({}): no sample would be left for the headline figures", self.metrics.warmup, self.duration)));
+        }
         Ok(())
+    }
+
+    /// The link sides a link name may name: the dumbbell's two, or each link's two.
+    pub fn link_sides(&self) -> Vec<String> {
+        if self.bottleneck.is_some() {
+            vec!["bottleneck".into(), "bottleneck_rev".into()]
+        } else {
+            self.links.iter().flat_map(|l| [l.name.clone(), format!("{}_rev", l.name)]).collect()
+        }
+    }
+
+    /// The link sides `record.pcap` captures, in the order given (`true`: the
+    /// recorded links).
+    pub fn pcap_links(&self) -> Vec<String> {
+        match &self.record.pcap {
+            PcapSel::Off => Vec::new(),
+            PcapSel::Recorded => self.record.links.clone(),
+            PcapSel::Links(v) => v.clone(),
+        }
+    }
+
+    fn validate_pcap(&self, nflows: u64) -> Result<(), ScenarioError> {
+        let sides = self.link_sides();
+        match &self.record.pcap {
+            PcapSel::Off => return Ok(()),
+            PcapSel::Recorded if self.record.links.is_empty() => {
+                return Err(err("record.pcap", "true captures the recorded links (record.links), and there are none: name the links to capture"));
+            }
+            PcapSel::Recorded => {}
+            PcapSel::Links(v) => {
+                for (i, l) in v.iter().enumerate() {
+                    if !sides.contains(l) {
+                        let known = sides.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ");
+                        return Err(err(format!("record.pcap[{i}]"), format!("no link side is named \"{l}\" (the links: {known})")));
+                    }
+                    if v[..i].contains(l) {
+                        return Err(err(format!("record.pcap[{i}]"), format!("\"{l}\" is listed twice")));
+                    }
+                }
+            }
+        }
+        crate::record::pcap::check_flows(nflows).map_err(|m| err("record.pcap", m))
     }
 
     fn validate_dumbbell(&self, b: &BottleneckSpec) -> Result<(), ScenarioError> {
@@ -928,6 +1050,32 @@ mod tests {
         assert!(e.contains("colour"), "{e}");
         let e = error(&["flows.0.kind=\"carrier_pigeon\""]);
         assert!(e.starts_with("flows[0].kind:"), "{e}");
+        // a warm-up that leaves nothing of the run (it gave null headline figures)
+        let e = error(&["metrics.warmup=\"10s\""]);
+        assert!(e.starts_with("metrics.warmup: 10s is not before the end of the run (10s)"), "{e}");
+        assert!(parse(&["metrics.warmup=\"9.9s\""]).is_ok());
+    }
+
+    #[test]
+    fn errors_are_one_line_whatever_the_input_holds() {
+        // found by fuzzing: a key with a carriage return or a NUL came back verbatim
+        let e = Scenario::from_toml("\"a\\rb\\u0000\" = 1\n", &[]).unwrap_err().to_string();
+        assert!(!e.chars().any(char::is_control) && e.contains("a\\rb\\u{0}"), "{e}");
+        let e = parse(&["flows.0\r.count=3"]).unwrap_err().to_string();
+        assert!(!e.chars().any(char::is_control), "{e}");
+    }
+
+    #[test]
+    fn times_rates_and_sizes_beyond_any_run_are_refused() {
+        // found by fuzzing: a delay of 2^64-1 ns was accepted, and adding a path's
+        // delays overflowed the clock (a panic)
+        let e = error(&["flows.0.path.sender_delay=\"18446744073709551615ns\""]);
+        assert!(e.starts_with("flows[0].path.sender_delay: invalid duration \"18446744073709551615ns\": at most 10000000s"), "{e}");
+        let e = error(&["bottleneck.rate=\"18446744073709551615bps\""]);
+        assert!(e.starts_with("bottleneck.rate: invalid rate") && e.contains("at most 10Tbps"), "{e}");
+        let e = error(&["flows.0.kind=\"transfer\"", "flows.0.size=\"18446744073709551615B\""]);
+        assert!(e.starts_with("flows[0].size: invalid size") && e.contains("at most"), "{e}");
+        assert!(parse(&["duration=\"10000000s\"", "bottleneck.delay=\"10000000s\""]).is_ok());
     }
 
     #[test]

@@ -9,6 +9,8 @@
 
 pub mod cc;
 pub mod minmax;
+pub mod pacing;
+pub mod rate;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
@@ -31,7 +33,7 @@ pub use sender::TcpSender;
 #[serde(deny_unknown_fields, default)]
 pub struct TcpConfig {
     /// Congestion control and its parameters: a name (`"cubic"`, `"newreno"`,
-    /// `"reno"`, `"bbr"`: Linux's BBR, for `aqmlab emulate` only) or
+    /// `"reno"`, `"bbr"`) or
     /// `{ kind = "cubic", beta = 0.7, ... }` (registry: `cc/mod.rs`). The older form
     /// `tcp.cubic = { ... }` is still read (scenario.rs).
     pub cc: CcSpec,
@@ -104,6 +106,17 @@ pub struct TcpConfig {
     /// not use for an RTO (RFC 2861's application-limited rule). Matters for
     /// persistent connections that wait between responses.
     pub slow_start_after_idle: bool,
+    /// Pace the sender as Linux's internal pacing does (`tcp/pacing.rs`): bursts of
+    /// about 1 ms of the pacing rate, spaced by their length over the rate. Linux
+    /// paces CUBIC and Reno only under the fq qdisc or when asked, so off by default;
+    /// a controller that sets its own pacing rate (BBR) paces whatever this says.
+    pub pacing: bool,
+    /// Pacing rate in slow start (cwnd below half of ssthresh), percent of cwnd per
+    /// srtt (Linux `net.ipv4.tcp_pacing_ss_ratio`: 200).
+    pub pacing_ss_ratio: u32,
+    /// Pacing rate after slow start, percent of cwnd per srtt (Linux
+    /// `net.ipv4.tcp_pacing_ca_ratio`: 120).
+    pub pacing_ca_ratio: u32,
 }
 
 /// Loss detection with SACK.
@@ -146,6 +159,9 @@ impl Default for TcpConfig {
             receive_window: None,
             receiver: ReceiverSpec::Drs,
             slow_start_after_idle: true,
+            pacing: false,
+            pacing_ss_ratio: 200,
+            pacing_ca_ratio: 120,
         }
     }
 }
@@ -170,9 +186,20 @@ impl TcpConfig {
         if self.tick > Duration::from_millis(100) {
             return Err(format!("tick: Linux's clock tick is 1/HZ (HZ 100 to 1000: 1 ms to 10 ms), got {}", self.tick));
         }
+        // a zero initial timeout fires again and again at the same instant: the run
+        // never advances (found by fuzzing)
+        if self.rto_initial.is_zero() || self.rto_initial > self.rto_max {
+            return Err(format!("rto_initial: must be positive and at most rto_max ({}), got {}", self.rto_max, self.rto_initial));
+        }
         if let Some(w) = self.receive_window {
             if w.0 < self.mss.0 {
                 return Err(format!("receive_window: must hold at least one segment ({}), got {w}", self.mss));
+            }
+        }
+        for (name, v) in [("pacing_ss_ratio", self.pacing_ss_ratio), ("pacing_ca_ratio", self.pacing_ca_ratio)] {
+            // Linux's sysctl accepts 0..=3000 %; 0 would leave the sender unpaced
+            if !(1..=3000).contains(&v) {
+                return Err(format!("{name}: must be between 1 and 3000 (percent), got {v}"));
             }
         }
         if let ReceiverSpec::Palermo(p) = &self.receiver {

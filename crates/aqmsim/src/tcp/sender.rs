@@ -19,7 +19,10 @@
 //! - the retransmission timer of `tcp_rtt_estimator` (see `rtt.rs`) on one timer
 //!   for RTO, tail loss probe and RACK's reordering timeout, on Linux's clock tick;
 //! - Linux's congestion-window validation (`tcp_cwnd_validate`, RFC 7661) and
-//!   restart after idle (`tcp_cwnd_restart`, RFC 2861).
+//!   restart after idle (`tcp_cwnd_restart`, RFC 2861);
+//! - pacing (`tcp/pacing.rs`), which gates the transmissions when configured or when
+//!   the controller sets its own rate; a controller that sets cwnd itself (BBR) gets
+//!   delivery-rate samples (`tcp/rate.rs`) and the sender leaves cwnd to it.
 //!
 //! Sequence numbers count segments. The scoreboard keeps one entry per outstanding
 //! segment with Linux's flags and counters, from which the segments in flight follow:
@@ -30,11 +33,14 @@ use std::collections::VecDeque;
 use aqm::{Duration, Time};
 
 pub use super::cc::CaState;
-use super::cc::{AckSample, AnyCc, CaEvent, CongestionControl, Window, INFINITE_SSTHRESH};
+use super::cc::{AckSample, AnyCc, CongestionControl, Conn, Window, INFINITE_SSTHRESH};
 use super::minmax::RunningMin;
+use super::pacing::{self, Pacer};
+use super::rate::{RateSample, RateState, TxInfo};
 use super::rtt::RttEstimator;
 use super::{Recovery, TcpConfig};
 use crate::packet::{Kind, Packet};
+use crate::rng::SimRng;
 
 /// SACKed (`TCPCB_SACKED_ACKED`).
 const SACKED: u8 = 1;
@@ -306,6 +312,16 @@ pub struct TcpSender {
     last_send: Time,
     /// Segments delivered (acked or SACKed) so far (`tp->delivered`).
     delivered: u64,
+    /// Pacing: on when configured or when the controller sets its own rate; the
+    /// wake-up when the pacer holds data back.
+    pacer: Pacer,
+    pace_at: Option<Time>,
+    /// The controller sets cwnd from delivery-rate samples (BBR).
+    rate_cc: bool,
+    /// Delivery-rate estimation, with one entry per outstanding segment beside
+    /// `board` (empty unless `rate_cc`).
+    rate: RateState,
+    rate_tx: VecDeque<TxInfo>,
     /// Segments marked lost so far (`tp->lost`).
     lost_total: u64,
     /// ECN negotiated for this connection (RFC 3168 §6.1.1).
@@ -372,6 +388,11 @@ impl TcpSender {
             snd_cwnd_stamp: Time::ZERO,
             last_send: Time::ZERO,
             delivered: 0,
+            pacer: Pacer::default(),
+            pace_at: None,
+            rate_cc: false,
+            rate: RateState::new(),
+            rate_tx: VecDeque::new(),
             lost_total: 0,
             ecn_ok: false,
             send_cwr: false,
@@ -384,6 +405,17 @@ impl TcpSender {
             stats: SenderStats::default(),
             cfg: cfg.clone(),
         }
+        .with_cc_flags()
+    }
+
+    fn with_cc_flags(mut self) -> TcpSender {
+        self.rate_cc = self.cc.controls_cwnd();
+        self
+    }
+
+    /// The congestion controller's own random stream.
+    pub fn set_cc_rng(&mut self, rng: SimRng) {
+        self.cc.set_rng(rng);
     }
 
     // ---- the application ---------------------------------------------------
@@ -412,8 +444,13 @@ impl TcpSender {
     /// with the handshake's RTT if there was one.
     fn established(&mut self, now: Time) {
         self.state = State::Established;
-        let s = self.view(now);
-        self.cc.on_init(&mut self.w, &s);
+        let c = self.conn(now);
+        self.cc.on_init(&mut self.w, &c);
+        // pacing if configured or asked for by the controller (`SK_PACING_NEEDED`)
+        self.pacer.on = self.cfg.pacing || self.cc.pacing_rate().is_some();
+        if self.pacer.on {
+            self.update_pacing_rate();
+        }
     }
 
     /// Segments needed for `bytes` of payload.
@@ -435,7 +472,14 @@ impl TcpSender {
     /// RTO, cwnd restarts (Linux `tcp_slow_start_after_idle_check`, RFC 2861).
     pub fn send_more(&mut self, now: Time, bytes: u64, out: &mut Vec<Packet>) {
         debug_assert!(self.app_segments != u64::MAX, "a bulk sender has unlimited data already");
-        if matches!(self.state, State::Established | State::Done) && self.cfg.slow_start_after_idle && self.outstanding() == 0 {
+        if self.rate_cc {
+            // `tcp_rate_check_app_limited` on the application's write
+            let (pipe, cwnd) = (self.pipe(), self.cwnd_segments());
+            self.rate.check_app_limited(self.snd_nxt >= self.app_segments, pipe, cwnd, self.lost_out, self.retrans_out);
+        }
+        // Linux leaves a controller that sets cwnd itself alone
+        // (`tcp_slow_start_after_idle_check`)
+        if matches!(self.state, State::Established | State::Done) && self.cfg.slow_start_after_idle && self.outstanding() == 0 && !self.rate_cc {
             let idle = now.saturating_since(self.last_send);
             if idle > self.rtt.rto() {
                 self.cwnd_restart(now, idle);
@@ -452,8 +496,6 @@ impl TcpSender {
     /// Linux `tcp_cwnd_restart` (RFC 2861 §3): halve cwnd for every RTO of idle time,
     /// not below the initial window; ssthresh keeps at least 3/4 of the old cwnd.
     fn cwnd_restart(&mut self, now: Time, idle: Duration) {
-        let s = self.view(now);
-        self.cc.on_event(&mut self.w, CaEvent::CwndRestart, &s);
         self.w.ssthresh = self.current_ssthresh();
         let restart = (self.cfg.initial_window as f64).min(self.w.cwnd);
         let mut cwnd = self.w.cwnd as u64;
@@ -482,6 +524,7 @@ impl TcpSender {
             self.state = State::Done;
             self.finished_at = Some(now);
             self.pending = Pending::None;
+            self.pace_at = None;
         }
     }
 
@@ -514,9 +557,57 @@ impl TcpSender {
     }
 
     /// When this sender next needs to run: its transmission timer (RTO, tail loss
-    /// probe or reordering timeout).
+    /// probe or reordering timeout), or the end of a pacing gap.
+    #[inline]
     pub fn poll_at(&self) -> Option<Time> {
-        (self.pending != Pending::None).then_some(self.timer_at)
+        let t = (self.pending != Pending::None).then_some(self.timer_at);
+        match (t, self.pace_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The pacing rate in bytes per second (0 when not pacing).
+    pub fn pacing_rate(&self) -> u64 {
+        if self.pacer.on {
+            self.pacer.rate
+        } else {
+            0
+        }
+    }
+
+    /// What a controller that sets cwnd itself (and CUBIC's idle shift) reads of the
+    /// connection.
+    fn conn(&self, now: Time) -> Conn {
+        Conn {
+            now,
+            mss: self.cfg.mss.0 as u32,
+            srtt: self.rtt.srtt(),
+            min_rtt: self.min_rtt,
+            in_flight: self.pipe(),
+            delivered: self.rate.delivered,
+            lost: self.lost_total,
+            delivered_mstamp: self.rate.delivered_mstamp,
+            app_limited: self.rate.app_limited,
+            ca_state: self.ca_state,
+            wstamp: self.pacer.wstamp,
+            lsndtime: self.last_send,
+            tick: self.cfg.tick,
+        }
+    }
+
+    /// The controller's pacing rate, or Linux's `tcp_update_pacing_rate`.
+    fn update_pacing_rate(&mut self) {
+        self.pacer.rate = match self.cc.pacing_rate() {
+            Some(r) => r,
+            None => pacing::default_rate(self.cfg.mss.0 as u32, self.cwnd_segments(), self.w.ssthresh as u64, self.outstanding(), self.rtt.srtt(), self.cfg.pacing_ss_ratio, self.cfg.pacing_ca_ratio),
+        };
+    }
+
+    /// The fewest segments of a paced burst (`min_tso_segs`).
+    fn burst_segments(&self) -> u64 {
+        let min_tso = self.cc.min_tso_segs().unwrap_or(pacing::MIN_TSO_SEGS);
+        pacing::burst_segments(self.pacer.rate, self.cfg.mss.0 as u32, self.min_rtt, min_tso)
     }
 
     pub fn is_done(&self) -> bool {
@@ -650,8 +741,14 @@ impl TcpSender {
         }
     }
 
-    /// Run the transmission timer if it is due.
+    /// Run what is due: the end of a pacing gap, the transmission timer.
     pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.pace_at.is_some_and(|t| t <= now) {
+            self.pace_at = None;
+            // Linux tcp_tsq_write: retransmit what is lost, then new data
+            let rexmit = if self.lost_pending > 0 { Rexmit::Lost } else { Rexmit::None };
+            self.push(now, out, rexmit);
+        }
         if self.pending == Pending::None || self.timer_at > now {
             return;
         }
@@ -708,9 +805,8 @@ impl TcpSender {
     /// tells the congestion control (`CA_EVENT_TX_START`), after the idle time.
     fn event_data_sent(&mut self, now: Time) {
         if self.pipe() == 0 {
-            let idle = now.saturating_since(self.last_send);
-            let s = self.view(now);
-            self.cc.on_event(&mut self.w, CaEvent::TxStart { idle }, &s);
+            let c = self.conn(now);
+            self.cc.on_tx_start(&mut self.w, &c);
         }
         self.last_send = now;
     }
@@ -736,13 +832,22 @@ impl TcpSender {
         self.write_xmit(now, out, false);
     }
 
-    /// Linux `tcp_write_xmit`: new data while cwnd, the receiver's window and the
-    /// application allow. `probe`: a tail loss probe, one segment whatever cwnd.
+    /// Linux `tcp_write_xmit`: new data while cwnd, the receiver's window, the
+    /// application and pacing allow; a paced sender sends bursts of
+    /// `burst_segments` at their departure times (`tcp_pacing_check`). `probe`: a
+    /// tail loss probe, one segment whatever cwnd.
     fn write_xmit(&mut self, now: Time, out: &mut Vec<Packet>, probe: bool) -> u64 {
         let cwnd = self.cwnd_segments();
         let mut sent = 0;
         let mut is_cwnd_limited = false;
         loop {
+            if !probe {
+                if let Some(t) = self.pacer.wait(now) {
+                    // held back by pacing, not by cwnd or the application
+                    self.pace_at = Some(t);
+                    break;
+                }
+            }
             let window_end = self.snd_una.saturating_add(self.rwnd_segments);
             let room_app = self.app_segments.min(window_end).saturating_sub(self.snd_nxt);
             if room_app == 0 {
@@ -757,10 +862,16 @@ impl TcpSender {
             } else {
                 cwnd - pipe
             };
-            let n = room.min(room_app);
+            let burst = if self.pacer.on { self.burst_segments() } else { u64::MAX };
+            let n = room.min(room_app).min(burst);
+            let mut bytes = 0;
             for _ in 0..n {
                 let seq = self.snd_nxt;
+                bytes += self.payload(seq) as u64;
                 self.send_new(seq, now, out);
+            }
+            if self.pacer.on {
+                self.pacer.on_burst_sent(now, n, bytes);
             }
             sent += n;
             if probe {
@@ -780,6 +891,10 @@ impl TcpSender {
 
     fn send_new(&mut self, seq: u64, now: Time, out: &mut Vec<Packet>) {
         let prior_out = self.outstanding();
+        if self.rate_cc {
+            let tx = self.rate.on_sent(now, prior_out);
+            self.rate_tx.push_back(tx);
+        }
         self.event_data_sent(now);
         self.board.push_back(Seg { sent_at: now, retx_high: 0, flags: 0, delivered: self.delivered });
         self.tsorted.push_back((now, seq));
@@ -800,6 +915,10 @@ impl TcpSender {
     fn retransmit(&mut self, seq: u64, now: Time, out: &mut Vec<Packet>) {
         let high = self.snd_nxt;
         let delivered = self.delivered;
+        if self.rate_cc {
+            let tx = self.rate.on_sent(now, self.outstanding());
+            self.rate_tx[(seq - self.snd_una) as usize] = tx;
+        }
         self.event_data_sent(now);
         let s = self.seg_mut(seq);
         let was = s.flags;
@@ -843,16 +962,32 @@ impl TcpSender {
     }
 
     /// Linux `tcp_xmit_retransmit_queue`: retransmit the lost segments, oldest first,
-    /// while cwnd allows; retransmitting the oldest restarts the RTO.
+    /// while cwnd and pacing allow (in bursts, as new data); retransmitting the
+    /// oldest restarts the RTO.
     fn xmit_retransmit_queue(&mut self, now: Time, out: &mut Vec<Packet>) {
         if self.outstanding() == 0 {
             return;
         }
         let cwnd = self.cwnd_segments();
         let mut rearm = false;
+        // the paced burst under way: segments it may still take, segments and bytes
+        let mut burst: Option<(u64, u64, u64)> = None;
         while self.lost_pending > 0 {
             if self.pipe() >= cwnd {
                 break;
+            }
+            if self.pacer.on {
+                if let Some((0, segs, bytes)) = burst {
+                    self.pacer.on_burst_sent(now, segs, bytes);
+                    burst = None;
+                }
+                if burst.is_none() {
+                    if let Some(t) = self.pacer.wait(now) {
+                        self.pace_at = Some(t);
+                        break;
+                    }
+                    burst = Some((self.burst_segments(), 0, 0));
+                }
             }
             let Some(seq) = self.next_lost() else {
                 debug_assert!(false, "lost_pending out of sync");
@@ -863,6 +998,14 @@ impl TcpSender {
                 rearm = true;
             }
             self.retransmit(seq, now, out);
+            if let Some((room, segs, bytes)) = burst.as_mut() {
+                *room -= 1;
+                *segs += 1;
+                *bytes += self.payload(seq) as u64;
+            }
+        }
+        if let Some((_, segs, bytes)) = burst.filter(|b| b.1 > 0) {
+            self.pacer.on_burst_sent(now, segs, bytes);
         }
         if rearm {
             let rto = self.rtt.rto();
@@ -884,7 +1027,7 @@ impl TcpSender {
             self.snd_cwnd_stamp = now;
         } else {
             self.snd_cwnd_used = self.snd_cwnd_used.max(out);
-            if self.cfg.slow_start_after_idle && now.saturating_since(self.snd_cwnd_stamp) >= self.rtt.rto() {
+            if self.cfg.slow_start_after_idle && now.saturating_since(self.snd_cwnd_stamp) >= self.rtt.rto() && !self.rate_cc {
                 self.cwnd_application_limited(now);
             }
         }
@@ -1093,8 +1236,10 @@ impl TcpSender {
         if prior_inflight != self.pipe() {
             if self.ca_state != CaState::Recovery {
                 self.enter_recovery(now, false);
-                let lost = self.lost_total - prior_lost;
-                self.cwnd_reduction(1, lost, 0);
+                if !self.rate_cc {
+                    let lost = self.lost_total - prior_lost;
+                    self.cwnd_reduction(1, lost, 0);
+                }
             }
             self.xmit_retransmit_queue(now, out);
         }
@@ -1199,12 +1344,14 @@ impl TcpSender {
     /// Linux `tcp_end_cwnd_reduction`: cwnd = ssthresh at the end of CWR or of a
     /// recovery that was not undone.
     fn end_cwnd_reduction(&mut self, now: Time) {
+        // a controller that sets cwnd itself keeps it (Linux: cong_control set)
+        if self.rate_cc {
+            return;
+        }
         if self.w.ssthresh < INFINITE_SSTHRESH && (self.ca_state == CaState::Cwr || self.undo_marker.is_some()) {
             self.w.cwnd = self.w.ssthresh;
             self.snd_cwnd_stamp = now;
         }
-        let s = self.view(now);
-        self.cc.on_event(&mut self.w, CaEvent::CompleteCwr, &s);
     }
 
     /// Linux `tcp_enter_cwr` (RFC 3168 §6.1.2): reduce once for an ECN echo; no
@@ -1290,8 +1437,10 @@ impl TcpSender {
             self.lost_pending = 0;
         }
         if self.prior_ssthresh > 0.0 {
-            let s = self.view(now);
-            self.w.cwnd = self.cc.undo_cwnd(&self.w, self.prior_cwnd, &s);
+            // (BBR's undo_cwnd keeps cwnd as it is)
+            if !self.rate_cc {
+                self.w.cwnd = self.cc.undo_cwnd(&self.w, self.prior_cwnd);
+            }
             if self.prior_ssthresh > self.w.ssthresh {
                 self.w.ssthresh = self.prior_ssthresh;
                 self.send_cwr = false;
@@ -1621,6 +1770,10 @@ impl TcpSender {
                 // EVER_RETRANS) but not one in flight for recovery (no SACKED_RETRANS,
                 // no undo accounting)
                 let delivered = self.delivered;
+                if self.rate_cc {
+                    let tx = self.rate.on_sent(now, self.outstanding());
+                    self.rate_tx[(last - self.snd_una) as usize] = tx;
+                }
                 self.event_data_sent(now);
                 let sg = self.seg_mut(last);
                 sg.flags |= EVER_RETRANS;
@@ -1675,8 +1828,6 @@ impl TcpSender {
             self.prior_ssthresh = self.current_ssthresh();
             self.prior_cwnd = self.w.cwnd;
             self.w.ssthresh = self.cc.on_congestion(&self.w, now);
-            let s = self.view(now);
-            self.cc.on_event(&mut self.w, CaEvent::Loss, &s);
             self.init_undo();
         }
         self.w.cwnd = (self.pipe() + 1) as f64;
@@ -1685,14 +1836,21 @@ impl TcpSender {
         self.ca_state = CaState::Loss;
         let s = self.view(now);
         self.cc.on_timeout(&self.w, &s);
+        let c = self.conn(now);
+        self.cc.on_enter_loss(&c);
         self.high_seq = self.snd_nxt;
         if self.ecn_ok {
             self.send_cwr = true;
         }
         self.frto = self.cfg.frto && (new_recovery || self.retransmits_in_row > 0);
-        // retransmit the oldest segment, back off, restart the timer
+        // retransmit the oldest segment (at once, paced or not), back off, restart
+        // the timer
         if self.seg(head).flags & (LOST | RETRANS) == LOST {
             self.retransmit(head, now, out);
+            if self.pacer.on {
+                let bytes = self.payload(head) as u64;
+                self.pacer.on_burst_sent(now, 1, bytes);
+            }
         }
         self.retransmits_in_row += 1;
         self.rtt.back_off();
@@ -1737,7 +1895,7 @@ impl TcpSender {
     }
 
     /// Linux `tcp_sacktag_write_queue`, with `tcp_check_dsack`.
-    fn sacktag(&mut self, a: &Packet, ack: u64, prior_snd_una: u64, now: Time, rs: &mut Newest) -> SackTag {
+    fn sacktag(&mut self, a: &Packet, ack: u64, prior_snd_una: u64, now: Time, rs: &mut Newest, rate: &mut RateSample) -> SackTag {
         let mut st = SackTag { reord: self.snd_nxt, ..SackTag::default() };
         let mut blocks = a.sack.iter(a.seq);
         let first = a.sack.first(a.seq);
@@ -1839,6 +1997,10 @@ impl TcpSender {
                 self.sacked_out += 1;
                 st.delivered += 1;
                 rs.note(s.sent_at, seq + 1, s.delivered);
+                if self.rate_cc {
+                    let tx = &mut self.rate_tx[(seq - self.snd_una) as usize];
+                    self.rate.on_delivered(tx, s.sent_at, seq + 1, s.flags & EVER_RETRANS != 0, true, rate);
+                }
                 self.highest_sacked = self.highest_sacked.max(seq + 1);
                 seq += 1;
             }
@@ -1862,6 +2024,8 @@ impl TcpSender {
         let prior_sacked = self.sacked_out;
         let prior_fack = if self.cfg.sack { self.highest_sacked.max(self.snd_una) } else { self.snd_una };
         let mut rs = Newest::default();
+        let mut rate = RateSample::default();
+        let prior_in_flight = self.pipe();
         let mut rexmit = Rexmit::None;
         let mut flag = 0u32;
         if ack < prior_snd_una {
@@ -1884,7 +2048,7 @@ impl TcpSender {
         // 1. SACK blocks (RFC 2018, RFC 2883)
         let mut st = SackTag { reord: self.snd_nxt, ..SackTag::default() };
         if self.cfg.sack && !a.sack.is_empty() {
-            st = self.sacktag(a, ack, prior_snd_una, now, &mut rs);
+            st = self.sacktag(a, ack, prior_snd_una, now, &mut rs, &mut rate);
             flag |= st.flag;
         }
         self.delivered += st.delivered;
@@ -1897,6 +2061,12 @@ impl TcpSender {
         let mut runt = false;
         if prior_packets > 0 && ack > self.snd_una {
             for seq in self.snd_una..ack {
+                if self.rate_cc {
+                    // the front entries (snd_una moves after the loop)
+                    let s = self.board[0];
+                    let mut tx = self.rate_tx.pop_front().expect("rate entry");
+                    self.rate.on_delivered(&mut tx, s.sent_at, seq + 1, s.flags & EVER_RETRANS != 0, false, &mut rate);
+                }
                 let s = self.board.pop_front().expect("scoreboard entry");
                 if s.flags & EVER_RETRANS != 0 {
                     flag |= F_RETRANS_DATA_ACKED;
@@ -1994,6 +2164,11 @@ impl TcpSender {
                 flag |= F_SET_XMIT_TIMER;
             }
         }
+        if flag & F_DATA_ACKED != 0 && a.ts_echo > 0 {
+            // RFC 7323 TSval − TSecr: the forward one-way delay on the simulator's one
+            // clock (plus any delayed-ACK hold); delay-based controllers (LEDBAT) use it.
+            self.cc.on_delay(a.sent_at.saturating_since(Time::from_nanos(a.ts_echo)), now);
+        }
         // the congestion control's per-ACK sample (pkts_acked)
         if prior_packets > 0 {
             let mut s = self.view(now);
@@ -2025,7 +2200,19 @@ impl TcpSender {
         let mut s = self.view(now);
         s.acked = delivered as u32;
         s.rtt = ca_rtt;
-        if self.in_cwnd_reduction() {
+        if self.rate_cc {
+            // a controller that sets cwnd itself does so now, in any state, from the
+            // ACK's delivery-rate sample (`tcp_rate_gen`, then `cong_control`), and may
+            // mark the connection application-limited
+            self.rate.delivered = self.delivered;
+            rate.prior_in_flight = prior_in_flight;
+            rate.rtt = ca_rtt;
+            let min_rtt = self.min_rtt;
+            self.rate.generate(now, delivered, lost, min_rtt, &mut rate);
+            let mut c = self.conn(now);
+            self.cc.cong_control(&mut self.w, &rate, &mut c);
+            self.rate.app_limited = c.app_limited;
+        } else if self.in_cwnd_reduction() {
             self.cwnd_reduction(delivered, lost, flag);
         } else {
             // Linux tcp_may_raise_cwnd: only on an ACK of new data (RFC 5681 §3.1),
@@ -2036,11 +2223,15 @@ impl TcpSender {
                 self.snd_cwnd_stamp = now;
             }
         }
+        if self.pacer.on {
+            self.update_pacing_rate();
+        }
 
         if self.snd_una >= self.app_segments {
             self.state = State::Done;
             self.finished_at = Some(now);
             self.pending = Pending::None;
+            self.pace_at = None;
             return;
         }
         self.push(now, out, rexmit);

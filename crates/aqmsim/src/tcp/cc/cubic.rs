@@ -17,7 +17,7 @@
 use aqm::{Duration, Time};
 use serde::{Deserialize, Serialize};
 
-use super::{AckSample, CaEvent, CcParams, CongestionControl, Window};
+use super::{AckSample, CcParams, CongestionControl, Conn, Window};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -512,23 +512,22 @@ impl CongestionControl for Cubic {
         self.hspp = HyStartPP { window_end: s.snd_nxt, ..HyStartPP::default() };
     }
 
-    fn on_init(&mut self, _w: &mut Window, s: &AckSample) {
-        // Linux cubictcp_init
+    fn on_init(&mut self, _w: &mut Window, c: &Conn) {
+        // Linux cubictcp_init, at the connection's start: nothing sent yet, so the
+        // first round ends at the first ACK of data (end_seq = snd_nxt = 0)
         self.reset();
-        self.hystart_reset(s.now, s.snd_nxt);
-        self.hspp = HyStartPP { window_end: s.snd_nxt, ..HyStartPP::default() };
+        self.hystart_reset(c.now, 0);
+        self.hspp = HyStartPP::default();
     }
 
-    fn on_event(&mut self, _w: &mut Window, e: CaEvent, s: &AckSample) {
+    fn on_tx_start(&mut self, _w: &mut Window, c: &Conn) {
         // RFC 9438 §5.8 / Linux cubictcp_cwnd_event(CA_EVENT_TX_START): after an
         // idle period, shift the epoch by it (in jiffies since the last send), so
         // that cwnd does not jump along the cubic curve for the time nothing was sent.
-        if let CaEvent::TxStart { idle } = e {
-            let now_j = s.jiffies(s.now);
-            let delta = now_j - s.jiffies(Time::from_nanos(s.now.as_nanos().saturating_sub(idle.as_nanos())));
-            if let (Some(ep), true) = (self.epoch_start, delta > 0) {
-                self.epoch_start = Some((ep + delta).min(now_j));
-            }
+        let now_j = c.jiffies(c.now);
+        let delta = now_j.saturating_sub(c.jiffies(c.lsndtime));
+        if let (Some(ep), true) = (self.epoch_start, delta > 0) {
+            self.epoch_start = Some((ep + delta).min(now_j));
         }
     }
 
@@ -707,7 +706,8 @@ mod tests {
             let resume = t + Duration::from_secs(2);
             let mut s = sample(resume, 1, 100);
             if tell {
-                cc.on_event(&mut w, CaEvent::TxStart { idle: Duration::from_secs(2) }, &s);
+                // the first send after the idle period; the last was at t
+                cc.on_tx_start(&mut w, &Conn { now: resume, lsndtime: t, tick: TICK, ..Conn::default() });
             }
             s.now = resume + Duration::from_millis(50);
             cc.on_ack(&mut w, &s);

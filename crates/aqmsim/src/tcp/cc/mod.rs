@@ -12,12 +12,21 @@
 //!
 //! The trait's hooks are Linux's `struct tcp_congestion_ops`: `cong_avoid`
 //! ([`CongestionControl::on_ack`]), `ssthresh` (`on_congestion`), `set_state` on a
-//! timeout (`on_timeout`), `pkts_acked` (`on_rtt`), `cwnd_event` (`on_event`),
-//! `undo_cwnd` and `init`. Each defaults to what Linux does for a controller that
-//! leaves it out.
+//! timeout (`on_timeout`), `pkts_acked` (`on_rtt`), `cwnd_event`'s
+//! `CA_EVENT_TX_START` (`on_tx_start`), `undo_cwnd`, `init` (`on_init`) and
+//! `cong_control`. Each defaults to what Linux does for a controller that leaves it
+//! out.
+//!
+//! A controller that sets cwnd and the pacing rate itself from delivery-rate samples,
+//! as BBR does (Linux's `cong_control` hook), says so with
+//! [`CongestionControl::controls_cwnd`]: the sender then measures the delivery rate
+//! (`tcp/rate.rs`), hands it each ACK's [`RateSample`] with a view of the connection
+//! ([`Conn`]), and leaves out PRR, the window's return to ssthresh at the end of a
+//! reduction and the restart after idle, as Linux does for such a controller.
 
 pub mod bbr;
 pub mod cubic;
+pub mod ledbat;
 pub mod newreno;
 pub mod reno;
 
@@ -25,6 +34,10 @@ use aqm::{Duration, Time};
 use serde::de::{DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 
+pub use super::rate::RateSample;
+use crate::rng::SimRng;
+
+pub use bbr::{Bbr, BbrParams};
 pub use cubic::{Cubic, CubicParams};
 pub use newreno::{NewReno, NewRenoParams};
 pub use reno::{Reno, RenoParams};
@@ -163,19 +176,43 @@ impl AckSample {
     }
 }
 
-/// Linux's congestion-control events (`enum tcp_ca_event`) that the controllers
-/// here act on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CaEvent {
-    /// First transmission while nothing is in flight (`CA_EVENT_TX_START`), after
-    /// `idle` without sending.
-    TxStart { idle: Duration },
-    /// cwnd restarted after an idle period (`CA_EVENT_CWND_RESTART`).
-    CwndRestart,
-    /// A cwnd reduction ended (`CA_EVENT_COMPLETE_CWR`).
-    CompleteCwr,
-    /// A retransmission timeout is about to collapse cwnd (`CA_EVENT_LOSS`).
-    Loss,
+/// The connection as a controller that sets cwnd itself reads it on an ACK, after
+/// the ACK's loss detection and state change (the fields of Linux's `tcp_sock` that
+/// `tcp_bbr.c` reads).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Conn {
+    pub now: Time,
+    /// Payload bytes per segment (`mss_cache`).
+    pub mss: u32,
+    /// Smoothed RTT (`srtt_us`), none before the first sample.
+    pub srtt: Option<Duration>,
+    /// Smallest RTT seen (`tcp_min_rtt`).
+    pub min_rtt: Option<Duration>,
+    /// Segments in flight (`tcp_packets_in_flight`, RFC 6675 `pipe`).
+    pub in_flight: u64,
+    /// Segments delivered (acked or SACKed) and marked lost so far (`tp->delivered`,
+    /// `tp->lost`), and when `delivered` last grew (`delivered_mstamp`).
+    pub delivered: u64,
+    pub lost: u64,
+    pub delivered_mstamp: Time,
+    /// Application-limited until `delivered` passes this (0: not limited;
+    /// `tp->app_limited`). A controller may set it (BBR's PROBE_RTT does, so that
+    /// its low-rate samples do not lower the bandwidth estimate).
+    pub app_limited: u64,
+    pub ca_state: CaState,
+    /// Earliest departure time of the next segment (`tcp_wstamp_ns`).
+    pub wstamp: Time,
+    /// When data was last sent (`lsndtime`).
+    pub lsndtime: Time,
+    /// Linux's clock tick (1/HZ), for controllers that count jiffies.
+    pub tick: Duration,
+}
+
+impl Conn {
+    /// Linux's `jiffies` at `t`: whole ticks since the start.
+    pub fn jiffies(&self, t: Time) -> u64 {
+        t.as_nanos() / self.tick.as_nanos().max(1)
+    }
 }
 
 pub trait CongestionControl {
@@ -190,20 +227,46 @@ pub trait CongestionControl {
     /// Every ACK that acknowledged or SACKed something, with its RTT sample if any
     /// (`pkts_acked`: HyStart watches delay in slow start).
     fn on_rtt(&mut self, _w: &mut Window, _s: &AckSample) {}
+    /// A one-way delay sample, before `on_rtt`, from each ACK of new data that echoes
+    /// a timestamp: its TSval minus its TSecr (LEDBAT, RFC 6817).
+    fn on_delay(&mut self, _owd: Duration, _now: Time) {}
     /// Without SACK, end fast recovery on the first ACK of new data (RFC 5681 §3.2
     /// step 6) instead of on the ACK that covers the recovery point (RFC 6582 NewReno).
     fn rfc5681_recovery(&self) -> bool {
         false
     }
-    /// A congestion-control event (`cwnd_event`).
-    fn on_event(&mut self, _w: &mut Window, _e: CaEvent, _s: &AckSample) {}
     /// A reduction turned out spurious: the cwnd to restore (`undo_cwnd`; Linux's
     /// `tcp_reno_undo_cwnd`, used by Reno and CUBIC: the larger of now and before).
-    fn undo_cwnd(&mut self, w: &Window, prior_cwnd: f64, _s: &AckSample) -> f64 {
+    fn undo_cwnd(&mut self, w: &Window, prior_cwnd: f64) -> f64 {
         w.cwnd.max(prior_cwnd)
     }
-    /// Connection start, after the handshake's RTT sample if any (`init`).
-    fn on_init(&mut self, _w: &mut Window, _s: &AckSample) {}
+    /// This controller sets cwnd and the pacing rate itself on every ACK from the
+    /// delivery-rate sample ([`CongestionControl::cong_control`]; Linux: the
+    /// `cong_control` hook is set).
+    fn controls_cwnd(&self) -> bool {
+        false
+    }
+    /// Set cwnd (and the pacing rate) from this ACK's rate sample (`cong_control`);
+    /// called on every ACK when [`CongestionControl::controls_cwnd`], in every state.
+    fn cong_control(&mut self, _w: &mut Window, _rs: &RateSample, _c: &mut Conn) {}
+    /// The pacing rate in bytes per second if this controller sets its own, which
+    /// also makes the sender pace (`sk_pacing_rate`, `SK_PACING_NEEDED`).
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+    /// The fewest segments per burst (`min_tso_segs`), if this controller sets it.
+    fn min_tso_segs(&self) -> Option<u32> {
+        None
+    }
+    /// The connection is established (`init`).
+    fn on_init(&mut self, _w: &mut Window, _c: &Conn) {}
+    /// A segment goes out with nothing in flight (`CA_EVENT_TX_START`).
+    fn on_tx_start(&mut self, _w: &mut Window, _c: &Conn) {}
+    /// A retransmission timeout put the connection in the Loss state
+    /// (`set_state(TCP_CA_Loss)`), after `on_timeout`.
+    fn on_enter_loss(&mut self, _c: &Conn) {}
+    /// The controller's own random stream (BBR's starting phase of the gain cycle).
+    fn set_rng(&mut self, _rng: SimRng) {}
 }
 
 /// What the registry needs from a congestion control's file, implemented on its
@@ -327,17 +390,41 @@ macro_rules! registry {
             fn on_rtt(&mut self, w: &mut Window, s: &AckSample) {
                 match self { $( AnyCc::$variant(c) => c.on_rtt(w, s), )* }
             }
+            #[inline]
+            fn on_delay(&mut self, owd: Duration, now: Time) {
+                match self { $( AnyCc::$variant(c) => c.on_delay(owd, now), )* }
+            }
             fn rfc5681_recovery(&self) -> bool {
                 match self { $( AnyCc::$variant(c) => c.rfc5681_recovery(), )* }
             }
-            fn on_event(&mut self, w: &mut Window, e: CaEvent, s: &AckSample) {
-                match self { $( AnyCc::$variant(c) => c.on_event(w, e, s), )* }
+            fn undo_cwnd(&mut self, w: &Window, prior_cwnd: f64) -> f64 {
+                match self { $( AnyCc::$variant(c) => c.undo_cwnd(w, prior_cwnd), )* }
             }
-            fn undo_cwnd(&mut self, w: &Window, prior_cwnd: f64, s: &AckSample) -> f64 {
-                match self { $( AnyCc::$variant(c) => c.undo_cwnd(w, prior_cwnd, s), )* }
+            #[inline]
+            fn controls_cwnd(&self) -> bool {
+                match self { $( AnyCc::$variant(c) => c.controls_cwnd(), )* }
             }
-            fn on_init(&mut self, w: &mut Window, s: &AckSample) {
-                match self { $( AnyCc::$variant(c) => c.on_init(w, s), )* }
+            fn cong_control(&mut self, w: &mut Window, rs: &RateSample, c: &mut Conn) {
+                match self { $( AnyCc::$variant(x) => x.cong_control(w, rs, c), )* }
+            }
+            #[inline]
+            fn pacing_rate(&self) -> Option<u64> {
+                match self { $( AnyCc::$variant(c) => c.pacing_rate(), )* }
+            }
+            fn min_tso_segs(&self) -> Option<u32> {
+                match self { $( AnyCc::$variant(c) => c.min_tso_segs(), )* }
+            }
+            fn on_init(&mut self, w: &mut Window, c: &Conn) {
+                match self { $( AnyCc::$variant(x) => x.on_init(w, c), )* }
+            }
+            fn on_tx_start(&mut self, w: &mut Window, c: &Conn) {
+                match self { $( AnyCc::$variant(x) => x.on_tx_start(w, c), )* }
+            }
+            fn on_enter_loss(&mut self, c: &Conn) {
+                match self { $( AnyCc::$variant(x) => x.on_enter_loss(c), )* }
+            }
+            fn set_rng(&mut self, rng: SimRng) {
+                match self { $( AnyCc::$variant(c) => c.set_rng(rng), )* }
             }
         }
     };
@@ -349,6 +436,7 @@ registry! {
     "newreno" => NewReno(newreno::NewRenoParams),
     "reno" => Reno(reno::RenoParams),
     "bbr" => Bbr(bbr::BbrParams),
+    "ledbat" => Ledbat(ledbat::LedbatParams),
 }
 
 impl Default for CcSpec {
@@ -366,10 +454,14 @@ impl<'de> Deserialize<'de> for CcSpec {
             toml::Value::String(k) => (k, toml::Table::new()),
             toml::Value::Table(mut t) => match t.remove("kind") {
                 Some(toml::Value::String(k)) => (k, t),
-                Some(other) => return Err(D::Error::custom(format!("kind: expected a string, got {}", other.type_str()))),
+                Some(other) => {
+                    return Err(D::Error::custom(format!("kind: expected a string, got {}", other.type_str())));
+                }
                 None => return Err(D::Error::custom("missing field `kind`")),
             },
-            other => return Err(D::Error::custom(format!("expected a congestion control name or {{ kind = \"...\", ... }}, got {}", other.type_str()))),
+            other => {
+                return Err(D::Error::custom(format!("expected a congestion control name or {{ kind = \"...\", ... }}, got {}", other.type_str())));
+            }
         };
         CcSpec::from_kind(&kind, toml::Value::Table(rest)).map_err(|e| D::Error::custom(e.to_string()))
     }
