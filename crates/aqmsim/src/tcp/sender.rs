@@ -585,7 +585,7 @@ impl TcpSender {
             srtt: self.rtt.srtt(),
             min_rtt: self.min_rtt,
             in_flight: self.pipe(),
-            delivered: self.rate.delivered,
+            delivered: self.delivered,
             lost: self.lost_total,
             delivered_mstamp: self.rate.delivered_mstamp,
             app_limited: self.rate.app_limited,
@@ -1437,10 +1437,10 @@ impl TcpSender {
             self.lost_pending = 0;
         }
         if self.prior_ssthresh > 0.0 {
-            // (BBR's undo_cwnd keeps cwnd as it is)
-            if !self.rate_cc {
-                self.w.cwnd = self.cc.undo_cwnd(&self.w, self.prior_cwnd);
-            }
+            // (BBR's undo_cwnd keeps cwnd as it is and restarts its full-pipe and
+            // policer detection)
+            let c = self.conn(now);
+            self.w.cwnd = self.cc.undo_cwnd(&self.w, self.prior_cwnd, &c);
             if self.prior_ssthresh > self.w.ssthresh {
                 self.w.ssthresh = self.prior_ssthresh;
                 self.send_cwr = false;
@@ -1783,6 +1783,10 @@ impl TcpSender {
                 self.stats.segments_sent += 1;
                 self.stats.retransmits += 1;
                 let p = self.data_packet(last, now, true);
+                if self.pacer.on {
+                    // every transmission moves the departure time (tcp_update_skb_after_send)
+                    self.pacer.on_burst_sent(now, 1, p.payload as u64);
+                }
                 out.push(p);
                 self.tlp_retrans = true;
                 true
@@ -2207,6 +2211,7 @@ impl TcpSender {
             self.rate.delivered = self.delivered;
             rate.prior_in_flight = prior_in_flight;
             rate.rtt = ca_rtt;
+            rate.is_ack_delayed = flag & F_ACK_MAYBE_DELAYED != 0;
             let min_rtt = self.min_rtt;
             self.rate.generate(now, delivered, lost, min_rtt, &mut rate);
             let mut c = self.conn(now);

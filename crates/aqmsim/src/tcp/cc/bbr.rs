@@ -699,6 +699,15 @@ impl CongestionControl for Bbr {
         w.ssthresh
     }
 
+    /// `bbr_undo_cwnd`: a reduction found spurious restarts the full-pipe detection
+    /// and the policer detection; cwnd stays as BBR set it.
+    fn undo_cwnd(&mut self, w: &Window, _prior_cwnd: f64, c: &Conn) -> f64 {
+        self.full_bw = 0;
+        self.full_bw_cnt = 0;
+        self.reset_lt_bw_sampling(c);
+        w.cwnd
+    }
+
     /// `bbr_set_state(TCP_CA_Loss)`: a timeout ends a round and restarts the
     /// full-pipe detection; it counts as a loss for the policer detection.
     fn on_enter_loss(&mut self, c: &Conn) {
@@ -843,6 +852,23 @@ mod tests {
 
     /// 1 packet per ms, in BBR's unit.
     const PKT_PER_MS: u64 = BW_UNIT / 1000;
+
+    #[test]
+    fn undo_keeps_cwnd_and_restarts_full_pipe_and_policer_detection() {
+        // bbr_undo_cwnd: full_bw and its count reset, long-term sampling restarts from
+        // the connection's counters now, cwnd is returned as it is (not prior_cwnd)
+        let (mut b, mut w) = started();
+        w.cwnd = 37.0;
+        b.full_bw = 5 * PKT_PER_MS;
+        b.full_bw_cnt = 2;
+        b.lt_use_bw = true;
+        b.lt_bw = 3 * PKT_PER_MS;
+        let c = Conn { lost: 4, ..conn(1000, 500, 20) };
+        assert_eq!(b.undo_cwnd(&w, 80.0, &c), 37.0);
+        assert_eq!((b.full_bw, b.full_bw_cnt), (0, 0));
+        assert!(!b.lt_use_bw && !b.lt_is_sampling);
+        assert_eq!((b.lt_bw, b.lt_last_delivered, b.lt_last_lost), (0, 500, 4));
+    }
 
     #[test]
     fn fixed_point_constants_and_rates_are_linux_s() {

@@ -237,7 +237,7 @@ pub trait CongestionControl {
     }
     /// A reduction turned out spurious: the cwnd to restore (`undo_cwnd`; Linux's
     /// `tcp_reno_undo_cwnd`, used by Reno and CUBIC: the larger of now and before).
-    fn undo_cwnd(&mut self, w: &Window, prior_cwnd: f64) -> f64 {
+    fn undo_cwnd(&mut self, w: &Window, prior_cwnd: f64, _c: &Conn) -> f64 {
         w.cwnd.max(prior_cwnd)
     }
     /// This controller sets cwnd and the pacing rate itself on every ACK from the
@@ -397,8 +397,8 @@ macro_rules! registry {
             fn rfc5681_recovery(&self) -> bool {
                 match self { $( AnyCc::$variant(c) => c.rfc5681_recovery(), )* }
             }
-            fn undo_cwnd(&mut self, w: &Window, prior_cwnd: f64) -> f64 {
-                match self { $( AnyCc::$variant(c) => c.undo_cwnd(w, prior_cwnd), )* }
+            fn undo_cwnd(&mut self, w: &Window, prior_cwnd: f64, c: &Conn) -> f64 {
+                match self { $( AnyCc::$variant(x) => x.undo_cwnd(w, prior_cwnd, c), )* }
             }
             #[inline]
             fn controls_cwnd(&self) -> bool {
