@@ -36,11 +36,11 @@ def test_a_level_names_its_base_scenario_and_a_gated_axis_crosses_only_its_level
 
 def test_quick_keeps_only_the_named_levels():
     e = rp.get("palermo")
-    g, _ = rp.grid_for(e, quick=True)
+    g = rp.grid_for(e, quick=True)
     tests = {r.params["Test"] for r in g.plan().runs}
     assert tests == set(e.quick.levels["Test"])
     assert {r.params["Size"] for r in g.plan().runs} == {"–", "30 kB"}
-    full, _ = rp.grid_for(e, quick=False)
+    full = rp.grid_for(e, quick=False)
     # 4 trace tests + 4 late-arrival tests × 6 sizes
     assert full.size() == 4 + 4 * 6
 

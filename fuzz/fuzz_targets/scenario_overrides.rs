@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
         let all = aqmsim::builtin::SCENARIOS;
         all[m.below(all.len())].1.to_string()
     };
-    let mut o = vec!["duration=\"2s\"".to_string()];
+    let mut o = vec!["duration=\"2s\"".to_string(), "metrics.warmup=\"0s\"".to_string()];
     let n = m.below(5);
     o.extend(scenario_check::overrides(&mut m, n));
     // the rest of the input: raw assignments, one per line

@@ -737,7 +737,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("reproduce", help="re-run an experiment of the source papers: figures and the paper's claims beside ours")
     rp.add_argument("name", nargs="?", default=None, help="the experiment (aqmlab reproduce --list)")
-    rp.add_argument("--list", action="store_true", help="list the reproductions and what each needs")
+    rp.add_argument("--list", action="store_true", help="list the reproductions and their run counts (full and --quick)")
     rp.add_argument("--quick", action="store_true", help="the short version (fewer seeds, shorter runs)")
     rp.add_argument("--out", default=None, help="output folder (default: reproductions/NAME[-quick])")
     rp.add_argument("--jobs", "-j", type=_jobs, default=None, help="local worker processes (default: all cores)")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -167,10 +168,14 @@ RUN_FILES = {
 }
 
 
+CAPTURE = re.compile(r"packets(\.[A-Za-z0-9_-]+)?\.pcap")
+"""The name of a libpcap capture in a run folder (`record.pcap`)."""
+
+
 def is_run_dir(d: Path) -> bool:
     """An existing folder that holds a previous run (and nothing else)."""
     entries = {e.name for e in d.iterdir()}
-    return "summary.json" in entries and entries <= RUN_FILES
+    return "summary.json" in entries and all(CAPTURE.fullmatch(e) for e in entries - RUN_FILES)
 
 
 def check_out_dir(dest: str | os.PathLike[str]) -> Path:

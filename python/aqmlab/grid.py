@@ -142,7 +142,6 @@ class Level:
 
     params: dict[str, Any]
     overrides: dict[str, Any]
-    requires: tuple[str, ...] = ()  # AQM or traffic kinds it needs (reproductions)
 
 
 NOT_CROSSED = "–"  # the index value of a `when` dimension where it does not apply
@@ -208,7 +207,6 @@ class Grid:
         self,
         name: str,
         levels: Mapping[str, Mapping[str, Any]],
-        requires: Mapping[str, Iterable[str]] | None = None,
         when: Mapping[str, Iterable[str]] | None = None,
     ) -> "Grid":
         if not levels:
@@ -216,10 +214,9 @@ class Grid:
         for label, ov in levels.items():
             if not isinstance(ov, Mapping):
                 raise SweepSpecError(f"levels.{name}.{label}: expected a table of overrides, got {toml_literal(ov)}")
-        req = requires or {}
         gate = tuple((k, tuple(str(x) for x in v)) for k, v in (when or {}).items()) or None
         self.dimensions.append(
-            Dimension(name, tuple(Level({name: label}, dict(ov), tuple(req.get(label, ()))) for label, ov in levels.items()), "levels", gate)
+            Dimension(name, tuple(Level({name: label}, dict(ov)) for label, ov in levels.items()), "levels", gate)
         )
         return self
 
@@ -291,11 +288,9 @@ class Grid:
         for combo in self.combinations():
             params: dict[str, Any] = {}
             overrides = dict(self.set)
-            requires: list[str] = []
             for lv in combo:
                 params.update(lv.params)
                 overrides.update(lv.overrides)
-                requires.extend(lv.requires)
             # a level may name its own base scenario (`scenario`), e.g. the several tests of
             # one paper; its other overrides apply to that base
             csrc = self._source_of(overrides.pop(LEVEL_SCENARIO)) if LEVEL_SCENARIO in overrides else src
@@ -306,7 +301,7 @@ class Grid:
                 except _core.ScenarioError as e:
                     where = ", ".join(f"{k}={display(v)}" for k, v in params.items())
                     raise _core.ScenarioError(f"{e} (in the sweep combination {where or 'base'}{'' if s is None else f', seed {s}'})") from None
-                runs.append(RunSpec.make(params, resolved, over, tuple(requires)))
+                runs.append(RunSpec.make(params, resolved, over))
         names = [r.name for r in runs]
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
@@ -378,10 +373,9 @@ class RunSpec:
     overrides: tuple[str, ...]
     scenario: dict[str, Any]
     hash: str
-    requires: tuple[str, ...] = ()
 
     @staticmethod
-    def make(params: dict[str, Any], resolved: dict[str, Any], overrides: list[str], requires: tuple[str, ...] = ()) -> "RunSpec":
+    def make(params: dict[str, Any], resolved: dict[str, Any], overrides: list[str]) -> "RunSpec":
         digest = hashlib.sha256(json.dumps(resolved, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:8]
         parts = []
         for k, v in params.items():
@@ -389,7 +383,7 @@ class RunSpec:
             parts.append(f"{_slug(_short_key(k), 16)}-{_slug(str(val))}")
         parts.append(f"s{resolved['seed']}")
         readable = "_".join(parts)[:96]
-        return RunSpec(f"{readable}_{digest}", dict(params), int(resolved["seed"]), tuple(overrides), resolved, digest, requires)
+        return RunSpec(f"{readable}_{digest}", dict(params), int(resolved["seed"]), tuple(overrides), resolved, digest)
 
     def scenario_json(self) -> str:
         return json.dumps(self.scenario)

@@ -197,10 +197,6 @@ def note(text: Optional[str]) -> None:
     _state.note = text
 
 
-def current_note() -> Optional[str]:
-    return _state.note
-
-
 def spare(pid: int) -> None:
     """A child that a forced exit must leave alone (one that cleans up after us)."""
     _state.spare.add(pid)

@@ -163,7 +163,7 @@ figure img, figure svg { display: block; max-width: 100%; height: auto; }
 figure svg text { font-variant-numeric: tabular-nums; }
 figcaption { font-size: 0.85em; color: #555; overflow-wrap: anywhere; }
 .meta { color: #555; font-size: 0.9em; } .note { background: #fff8e0; padding: 0.5em 0.8em; }
-.agrees { color: #1a7f37; } .differs { color: #b42318; } .close { color: #9a6700; } .skipped { color: #777; }
+.agrees { color: #1a7f37; } .differs { color: #b42318; } .close { color: #9a6700; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }
 details { margin: 1em 0; }
 """

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import conservation, measures
-from .folders import RUN_FILES, TABLES, Run, _replace_dir, check_out_dir, is_run_dir  # noqa: F401  (the folder checks live with the folders)
+from .folders import CAPTURE, RUN_FILES, TABLES, Run, _replace_dir, check_out_dir, is_run_dir  # noqa: F401  (the folder checks live with the folders)
 
 FORMAT_VERSION = 1
 
@@ -469,6 +469,10 @@ class RunResult(Run):
                 writer.join()
         if failure:
             raise failure[0]
+        for name, data in (self.raw.get("files") or {}).items():  # record.pcap's captures
+            if not CAPTURE.fullmatch(name):
+                raise ValueError(f"a run's file cannot be named {name!r}")
+            (d / name).write_bytes(data)
         (d / conservation.FILE).write_text("\n".join(self.conservation) + "\n")
         (d / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")  # last: a folder with a summary is whole
 
@@ -481,6 +485,3 @@ def write_parquet(table: pa.Table, path: Path) -> None:
     dicts = [f.name for f in table.schema if pa.types.is_dictionary(f.type)]
     pq.write_table(table, path, compression="zstd", compression_level=1, use_dictionary=dicts or False)
 
-
-def load_summary(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    return json.loads((Path(run_dir) / "summary.json").read_text())

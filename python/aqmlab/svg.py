@@ -317,7 +317,6 @@ class Figure:
         self.cols = max(1, cols)
         self.panels: list[Axes] = []
         self.legend_entries: list[LegendEntry] = []
-        self.share_y = False
 
     def axes(self, height: float) -> Axes:
         ax = Axes(self, height)

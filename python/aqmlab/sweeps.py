@@ -48,7 +48,6 @@ from .grid import Grid, Plan, RunSpec, SweepSpecError
 
 INDEX = "index.parquet"
 SWEEP_JSON = "sweep.json"
-FIXED_COLUMNS = ("run", "status", "error", "seed", "dir", "hash")
 PARAM_PREFIX = "param."
 
 

@@ -82,6 +82,12 @@ fn to_python<'py>(py: Python<'py>, o: RunOutput) -> PyResult<Bound<'py, PyDict>>
     d.set_item(FlowTrace::NAME, table(py, o.flow_trace)?)?;
     d.set_item(TransferLog::NAME, table(py, o.transfers)?)?;
     d.set_item(DatagramLog::NAME, table(py, o.datagrams)?)?;
+    // the sinks' files for the run folder (record.pcap's captures), name -> bytes
+    let files = PyDict::new(py);
+    for f in o.files {
+        files.set_item(f.name, pyo3::types::PyBytes::new(py, &f.bytes))?;
+    }
+    d.set_item("files", files)?;
     Ok(d)
 }
 

@@ -29,7 +29,7 @@ proptest! {
     fn random_overrides_run_or_are_refused_on_one_line(seed in any::<u64>(), n in 1usize..4) {
         let mut m = Mix(seed);
         let (name, text) = aqmsim::builtin::SCENARIOS[m.below(aqmsim::builtin::SCENARIOS.len())];
-        let mut o = vec!["duration=\"2s\"".to_string()];
+        let mut o = vec!["duration=\"2s\"".to_string(), "metrics.warmup=\"0s\"".to_string()];
         o.extend(overrides(&mut m, n));
         check(text, &o, CI).map_err(|e| TestCaseError::fail(format!("{e}\n--- {name} with {o:?}")))?;
     }
@@ -46,7 +46,7 @@ fn the_generators_reach_every_outcome() {
             (mutated_builtin(&mut Mix(seed)), vec![]),
             (assembled(&mut Mix(seed)), vec![]),
             (aqmsim::builtin::SCENARIOS[0].1.to_string(), {
-                let mut o = vec!["duration=\"2s\"".to_string()];
+                let mut o = vec!["duration=\"2s\"".to_string(), "metrics.warmup=\"0s\"".to_string()];
                 o.extend(overrides(&mut Mix(seed), 1));
                 o
             }),

@@ -22,7 +22,6 @@ from typing import Any, Callable, Optional
 from .variants import Variant, l4s_cc
 
 RATE = "10Mbps"
-BASE_RTT_MS = 100
 
 
 @dataclass(frozen=True)

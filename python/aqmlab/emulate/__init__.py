@@ -88,6 +88,8 @@ def _plan_flows(
         recv = (g.get("tcp") or {}).get("receiver") or {}
         if recv.get("kind", "drs") != "drs":
             raise EmulationError(f"flows[{gi}].tcp.receiver: \"{recv['kind']}\" is not emulated: the receivers are Linux's (receive-window auto-tuning)")
+    if sc["record"].get("pcap"):
+        raise EmulationError("record.pcap: the simulator's synthetic captures; capture an emulated run's real packets with tcpdump on its TUN devices")
     plan = json.loads(_core.emulation_plan(src.text, src.format, overrides, seed, src.base_dir))
     flows, groups = (plan["flows"], plan["groups"]) if scenario_flows else ([], [])
     duration = _duration_ns(sc["duration"])

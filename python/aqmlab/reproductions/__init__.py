@@ -9,12 +9,6 @@ gives the verdict. `aqmlab reproduce NAME` runs the grid as a sweep (resumable, 
 local cores or a Dask cluster), draws the figures, and writes ``claims.md`` and
 ``claims.json`` beside the sweep's index.
 
-Levels may require features that are not built yet (``requires``): an AQM kind
-(``"aqm:madpie"``), one of its parameters (``"aqm:madpie.tau_dd"``), a traffic kind
-(``"traffic:cbr"``) or a built-in scenario (``"scenario:madpie-mix"``). A level
-whose requirement is missing is skipped with a note, and the claims that need it say
-so; a reproduction whose base needs something missing is listed as unavailable.
-
 Adding a reproduction (docs/reproductions.md): copy ``madpie_proof.py``, change the
 data, and add a test that runs its ``--quick`` variant.
 """
@@ -32,7 +26,6 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from .. import _core
 from ..comparison import Options, Series
 
 # -- declarations ---------------------------------------------------------------------
@@ -44,7 +37,6 @@ class Axis:
 
     name: str
     levels: Mapping[str, Mapping[str, Any]]
-    requires: Mapping[str, Sequence[str]] = field(default_factory=dict)
     note: Mapping[str, str] = field(default_factory=dict)  # why a level is there (e.g. "not in the paper")
     # crossed only with these levels of other axes (axis -> levels); recorded as "–"
     # elsewhere. A level may also set "scenario" to run on another built-in base.
@@ -239,57 +231,12 @@ class Reproduction:
     claims: Sequence[Claim]
     set: Mapping[str, Any] = field(default_factory=dict)
     quick: Quick = field(default_factory=Quick)
-    requires: Sequence[str] = ()
     label: Union[str, Callable[[Mapping[str, Any]], str], None] = None  # series label format, e.g. "{AQM}, RTT {RTT}", or a function of the axis values
     seeds_note: str = ""
     notes: Sequence[str] = ()
 
 
-# -- what is available ----------------------------------------------------------------
-
-
-def _catalog() -> dict[str, Any]:
-    aqms = {a["kind"]: {p["name"] for p in a["params"]} for a in json.loads(_core.aqm_catalog())}
-    traffic = set(json.loads(_core.traffic_catalog()).get("kinds", []))
-    scenarios = {n for n, _ in _core.builtin_scenarios()}
-    return {"aqm": aqms, "traffic": traffic, "scenario": scenarios}
-
-
-def missing(requirements: Sequence[str], cat: Optional[dict[str, Any]] = None) -> list[str]:
-    """The requirements not met by this build, as readable phrases."""
-    cat = cat or _catalog()
-    out = []
-    for req in requirements:
-        what, _, name = req.partition(":")
-        if what == "aqm":
-            kind, _, param = name.partition(".")
-            if kind not in cat["aqm"]:
-                out.append(f"the AQM kind \"{kind}\"")  # its parameters with it
-            elif param and param not in cat["aqm"][kind]:
-                out.append(f"the parameter \"{param}\" of the AQM \"{kind}\" (it has: {', '.join(sorted(cat['aqm'][kind]))})")
-        elif what == "traffic":
-            if name not in cat["traffic"]:
-                out.append(f"the traffic kind \"{name}\"")
-        elif what == "scenario":
-            if name not in cat["scenario"]:
-                out.append(f"the built-in scenario \"{name}\"")
-        else:
-            raise ValueError(f"unknown requirement {req!r}")
-    return list(dict.fromkeys(out))
-
-
 # -- the registry -----------------------------------------------------------------------
-
-# Experiments of the source papers that still need the AQM-family and traffic work;
-# each becomes a module here (see docs/reproductions.md, "Adding a reproduction").
-PLANNED: dict[str, tuple[str, str]] = {
-    "madpie-mix": ("Kuhn & Ros, MADPIE §IV, Figs. 6-8: CBR, small files and bulk flows at RTT 100/300/500 ms, 20 seeds", "the madpie AQM; cbr and files traffic; the madpie-mix scenario"),
-    "madpie-rtt-mix": ("Kuhn & Ros, MADPIE §V, Figs. 10-12: the mix on a 100 ms and a 500 ms path at once, with CoDel", "madpie and codel AQMs; per-group paths; the madpie-rtt-mix scenario"),
-    "pie-lab": ("Pan et al., PIE slides: 5 TCP, 5 TCP + 2 UDP, varying TCP intensity, capacity 50 -> 10 Mbps; PIE vs CoDel", "codel; UDP/CBR traffic; capacity changes; the pie-lab-* scenarios"),
-    "aqm-kids": ("Khademi, Ros & Welzl, Evaluating CoDel, FQ_CoDel and PIE: target delay, 4/16/64 flows, FQ-CoDel vs CoDel, the ECN ratio table", "codel, fq_codel, ared; the aqm-kids-* scenarios"),
-    "palermo": ("Popovsky, infrastructure versus congestion control: Palermo vs DRS receivers on FIFO and CoDel, Figs. 2-6", "the Palermo receiver; codel; the palermo-* scenarios"),
-    "pvq": ("Jou, Tan & Baras, A Parallel Virtual Queue Structure for AQM: Tables III and IV, Fig. 9, Figs. 10-11", "red_tail and ared; web traffic; the pvq-* scenarios"),
-}
 
 
 def registry() -> dict[str, Reproduction]:
@@ -307,8 +254,6 @@ def registry() -> dict[str, Reproduction]:
 def get(name: str) -> Reproduction:
     reg = registry()
     if name not in reg:
-        if name in PLANNED:
-            raise KeyError(f"reproduce: \"{name}\" is planned but not written yet: it needs {PLANNED[name][1]} (see docs/reproductions.md)")
         raise KeyError(f"reproduce: no reproduction \"{name}\" (available: {', '.join(reg) or 'none'}; aqmlab reproduce --list)")
     return reg[name]
 
@@ -316,24 +261,13 @@ def get(name: str) -> Reproduction:
 def print_list(console: Any) -> int:
     from rich.table import Table
 
-    cat = _catalog()
     t = Table(title="Reproductions (aqmlab reproduce NAME [--quick])", title_justify="left")
     t.add_column("name")
     t.add_column("experiment")
     t.add_column("runs (quick)")
-    t.add_column("status")
     for name, e in registry().items():
-        miss = missing(e.requires, cat)
-        lv_missing = [f"{a.name} {lab}" for a in e.axes for lab in a.levels if missing(a.requires.get(lab, ()), cat)]
-        try:  # the grids' own counts (axes crossed only with some levels, quick subsets)
-            n_runs = f"{grid_for(e, False, cat=cat)[0].size()} ({grid_for(e, True, cat=cat)[0].size()})"
-        except RuntimeError:
-            n_runs = "–"
-        status = "needs " + "; ".join(miss) if miss else ("ready" + (f" (skips {', '.join(lv_missing)} until their features exist)" if lv_missing else ""))
-        t.add_row(name, e.title, n_runs, status)
-    for name, (what, needs) in PLANNED.items():
-        if name not in registry():
-            t.add_row(name, what, "–", f"planned: needs {needs}")
+        # the grids' own counts (axes crossed only with some levels, quick subsets)
+        t.add_row(name, e.title, f"{grid_for(e, False).size()} ({grid_for(e, True).size()})")
     console.print(t)
     return 0
 
@@ -376,38 +310,25 @@ class ReproductionResult:
     name: str
     out: Path
     claims: list[ClaimResult]
-    skipped: list[str]
     seconds: float
     runs: int
     failed: int
     report: Path
 
 
-def grid_for(e: Reproduction, quick: bool, seeds: Optional[int] = None, cat: Optional[dict[str, Any]] = None):
+def grid_for(e: Reproduction, quick: bool, seeds: Optional[int] = None):
     from ..grid import Grid
 
-    cat = cat or _catalog()
     g = Grid(scenario=e.scenario, name=e.name + ("-quick" if quick else ""), description=e.title)
     g.set = dict(e.set)
     if quick:
         g.set.update(e.quick.set)
-    skipped = []
     for a in e.axes:
-        keep = {}
-        for lab, ov in a.levels.items():
-            if quick and a.name in e.quick.levels and lab not in e.quick.levels[a.name]:
-                continue
-            miss = missing(a.requires.get(lab, ()), cat)
-            if miss:
-                skipped.append(f"{a.name} {lab}: skipped, this build lacks {'; '.join(miss)}")
-            else:
-                keep[lab] = ov
-        if not keep:
-            raise RuntimeError(f"reproduce {e.name}: every level of {a.name} needs a missing feature")
+        keep = {lab: ov for lab, ov in a.levels.items() if not (quick and a.name in e.quick.levels and lab not in e.quick.levels[a.name])}
         g.named(a.name, keep, when=a.when or None)
     n = seeds or (e.quick.seeds if quick else e.seeds)
     g.seeds = list(range(1, n + 1))
-    return g, skipped
+    return g
 
 
 def reproduce(
@@ -426,12 +347,8 @@ def reproduce(
     from .. import comparison, sweeps
 
     e = get(name)
-    cat = _catalog()
-    miss = missing(e.requires, cat)
-    if miss:
-        raise RuntimeError(f"reproduce {name}: this build lacks {'; '.join(miss)}")
     out = Path(out) if out else Path("reproductions") / (name + ("-quick" if quick else ""))
-    g, skipped = grid_for(e, quick, seeds, cat)
+    g = grid_for(e, quick, seeds)
     plan = g.plan()
     t0 = time.perf_counter()
     res = sweeps.run_plan(plan, out, jobs=jobs, cluster=cluster, compare=False, progress=progress, label=g.name,
@@ -442,9 +359,9 @@ def reproduce(
     runs = comparison.find_runs([out])
     series = comparison.group(runs, e.label)
     ctx = Context(series)
-    results = evaluate(e, ctx, skipped)
+    results = evaluate(e, ctx)
     figs = [(f.name, f.kind, f.options()) for f in e.figures]
-    intro = _intro_html(e, quick, skipped, results, res)
+    intro = _intro_html(e, quick, results, res)
     import sys
 
     from ..progress import steps
@@ -452,25 +369,23 @@ def reproduce(
     with steps("figures", sys.stderr.isatty() if progress is None else progress) as step:
         cmp = comparison.compare([out], out, figures=figs, title=f"{e.title}{' (quick)' if quick else ''}", label=e.label, intro_html=intro, runs=runs,
                                  progress=step, parallel=cluster is None)
-    write_claims(out, e, results, skipped, quick, time.perf_counter() - t0, len(plan.runs), res.failed)
-    return ReproductionResult(name, out, results, skipped, time.perf_counter() - t0, len(plan.runs), res.failed, cmp.report)
+    write_claims(out, e, results, quick, time.perf_counter() - t0, len(plan.runs), res.failed)
+    return ReproductionResult(name, out, results, time.perf_counter() - t0, len(plan.runs), res.failed, cmp.report)
 
 
-def evaluate(e: Reproduction, ctx: Context, skipped: Sequence[str]) -> list[ClaimResult]:
+def evaluate(e: Reproduction, ctx: Context) -> list[ClaimResult]:
     out = []
     for c in e.claims:
         v = c.measure.value(ctx)
         if v is None:
-            gone = [f"{k} {w[k]}" for w in c.measure.wheres() for k in w if any(s.startswith(f"{k} {w[k]}:") for s in skipped)]
-            why = f"{', '.join(dict.fromkeys(gone))} not run in this build (see Skipped)" if gone else "no data in these runs"
-            out.append(ClaimResult(c, None, None, 0, "not run", why))
+            out.append(ClaimResult(c, None, None, 0, "not run", "no data in these runs"))
             continue
         value, sd, n = v
         out.append(ClaimResult(c, value, sd, n, c.check.verdict(value), c.note))
     return out
 
 
-def claims_markdown(e: Reproduction, results: Sequence[ClaimResult], skipped: Sequence[str], quick: bool) -> str:
+def claims_markdown(e: Reproduction, results: Sequence[ClaimResult], quick: bool) -> str:
     lines = [
         f"# {e.title}{' (quick)' if quick else ''}",
         "",
@@ -484,15 +399,13 @@ def claims_markdown(e: Reproduction, results: Sequence[ClaimResult], skipped: Se
         unit = f" {c.unit}" if c.unit else ""
         lines.append(f"| {c.where} | {c.text} | {c.paper} | {r.ours()} | {c.check.describe()}{unit} | {r.verdict} | {r.note} |")
     lines += ["", "aqmlab: mean ± standard deviation over the seeds of each series, or a percentile of the seeds pooled (see the measure in claims.json)."]
-    if skipped:
-        lines += ["", "Skipped:", ""] + [f"- {s}" for s in skipped]
     if e.notes:
         lines += ["", "Notes:", ""] + [f"- {n}" for n in e.notes]
     return "\n".join(lines) + "\n"
 
 
-def write_claims(out: Path, e: Reproduction, results: Sequence[ClaimResult], skipped: Sequence[str], quick: bool, seconds: float, runs: int, failed: int) -> None:
-    (out / "claims.md").write_text(claims_markdown(e, results, skipped, quick), encoding="utf-8")
+def write_claims(out: Path, e: Reproduction, results: Sequence[ClaimResult], quick: bool, seconds: float, runs: int, failed: int) -> None:
+    (out / "claims.md").write_text(claims_markdown(e, results, quick), encoding="utf-8")
     data = {
         "reproduction": e.name,
         "title": e.title,
@@ -500,7 +413,6 @@ def write_claims(out: Path, e: Reproduction, results: Sequence[ClaimResult], ski
         "runs": runs,
         "failed": failed,
         "seconds": seconds,
-        "skipped": list(skipped),
         "claims": [
             {
                 "where": r.claim.where, "claim": r.claim.text, "paper": r.claim.paper, "unit": r.claim.unit,
@@ -513,7 +425,7 @@ def write_claims(out: Path, e: Reproduction, results: Sequence[ClaimResult], ski
     (out / "claims.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
-def _intro_html(e: Reproduction, quick: bool, skipped: Sequence[str], results: Sequence[ClaimResult], res: Any) -> str:
+def _intro_html(e: Reproduction, quick: bool, results: Sequence[ClaimResult], res: Any) -> str:
     import html
 
     rows = "".join(
@@ -521,12 +433,10 @@ def _intro_html(e: Reproduction, quick: bool, skipped: Sequence[str], results: S
         f"<td>{html.escape(r.ours())}</td><td class='{r.verdict.replace(' ', '-')}'>{html.escape(r.verdict)}</td><td>{html.escape(r.note)}</td></tr>"
         for r in results
     )
-    skip = "".join(f"<li>{html.escape(s)}</li>" for s in skipped)
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in e.notes)
     return (
         f"<p>{html.escape(e.description)}</p>"
         + (f"<p class='note'>Quick variant: {e.quick.seeds} seeds, {html.escape(json.dumps(dict(e.quick.set)))}; the full run is <code>aqmlab reproduce {e.name}</code>.</p>" if quick else "")
-        + (f"<div class='note'><b>Skipped</b><ul>{skip}</ul></div>" if skipped else "")
         + "<h2>The paper's claims beside aqmlab's</h2><table><tr><th>§</th><th>the paper says</th><th>paper</th><th>aqmlab</th><th>verdict</th><th>note</th></tr>"
         + rows + "</table>"
         + (f"<h3>Notes</h3><ul>{notes}</ul>" if notes else "")
@@ -546,8 +456,6 @@ def main(name: str, *, out=None, quick=False, jobs=None, cluster=None, console=N
         for c in r.claims:
             t.add_row(c.claim.where, c.claim.text, c.claim.paper, c.ours(), f"[{colors.get(c.verdict, 'white')}]{c.verdict}[/]")
         console.print(t)
-        for s in r.skipped:
-            console.print(f"[dim]{s}[/dim]")
         console.print(f"{r.runs} runs ({r.failed} failed) in {r.seconds:.1f} s; wrote {r.out}/claims.md, claims.json, report.html, figures/")
     return 1 if r.failed else 0
 

@@ -29,7 +29,6 @@ AQM = Axis(
         "PIE": {"bottleneck.aqm": PIE},
         "MADPIE": {"bottleneck.aqm": MADPIE},
     },
-    requires={"MADPIE": ["aqm:madpie", "aqm:madpie.tau_dd", "aqm:madpie.pie"]},
 )
 RTTS = (100, 300, 500)
 RTT = Axis("RTT", {"100 ms": {"bottleneck.delay": "48ms"}, "300 ms": {"bottleneck.delay": "148ms"}, "500 ms": {"bottleneck.delay": "248ms"}})
@@ -75,7 +74,6 @@ EXPERIMENT = Reproduction(
         "DropTail, PIE (target 20 ms, update 30 ms) and MADPIE (the same, tau_DD 25 ms)."
     ),
     scenario="madpie-mix",
-    requires=["scenario:madpie-mix", "traffic:cbr", "traffic:files"],
     axes=[AQM, RTT],
     seeds=20,
     quick=Quick(seeds=2, set={"duration": "40s"}),

@@ -24,7 +24,6 @@ AQM = Axis(
         "MADPIE": {"bottleneck.aqm": MADPIE},
         "DropTail": {"bottleneck.aqm": {"kind": "droptail"}},
     },
-    requires={"MADPIE": ["aqm:madpie", "aqm:madpie.tau_dd", "aqm:madpie.pie"]},
     note={"DropTail": "not in §III: the reference of §IV"},
 )
 RTT = Axis("RTT", {"100 ms": {"bottleneck.delay": "48ms"}, "500 ms": {"bottleneck.delay": "248ms"}})

@@ -30,7 +30,6 @@ CODEL = {"kind": "codel", "target": "5ms", "interval": "100ms"}
 AQM = Axis(
     "AQM",
     {"PIE": {"bottleneck.aqm": PIE}, "MADPIE": {"bottleneck.aqm": MADPIE}, "CoDel": {"bottleneck.aqm": CODEL}},
-    requires={"MADPIE": ["aqm:madpie", "aqm:madpie.tau_dd", "aqm:madpie.pie"], "CoDel": ["aqm:codel"]},
 )
 
 
@@ -70,7 +69,6 @@ EXPERIMENT = Reproduction(
         "PIE (target 20 ms, update 30 ms), MADPIE (the same, tau_DD 25 ms) and CoDel (target 5 ms, interval 100 ms)."
     ),
     scenario="madpie-rtt-mix",
-    requires=["scenario:madpie-rtt-mix", "traffic:cbr", "traffic:files"],
     axes=[AQM],
     seeds=20,
     quick=Quick(seeds=3, set={"duration": "40s"}),

@@ -41,16 +41,6 @@ TEST = Axis(
         F5_PAL: {"scenario": "palermo-late-arrival", "flows.0.tcp.receiver": "palermo", "flows.1.tcp.receiver": "palermo"},
         F6: {"scenario": "palermo-late-arrival", "flows.1.tcp.receiver": "palermo"},
     },
-    requires={
-        F2_FIFO: ["scenario:palermo-fifo-drs"],
-        F2_CODEL: ["scenario:palermo-codel-drs", "aqm:codel"],
-        F3: ["scenario:palermo-fifo-palermo"],
-        F4: ["scenario:palermo-mixed"],
-        F5_FIFO: ["scenario:palermo-late-arrival"],
-        F5_CODEL: ["scenario:palermo-late-arrival", "aqm:codel"],
-        F5_PAL: ["scenario:palermo-late-arrival"],
-        F6: ["scenario:palermo-late-arrival"],
-    },
     note={F6: "its black curve (DRS late receivers) is the Fig. 5 FIFO, DRS case"},
 )
 
@@ -159,7 +149,6 @@ EXPERIMENT = Reproduction(
     seeds=1,
     quick=Quick(seeds=1, set={"duration": "50s"}, levels={"Test": [F2_FIFO, F2_CODEL, F4, F5_FIFO, F5_PAL], "Size": ["30 kB"]}),
     label=levels_label(),
-    requires=["scenario:palermo-fifo-drs"],
     figures=[
         Figure("fig2_traces", "flow_traces", "Popovsky Fig. 2: two CUBIC connections with DRS receivers, FIFO (left) and CoDel (right)", where={"Test": [F2_FIFO, F2_CODEL]}),
         Figure("fig3_traces", "flow_traces", "Popovsky Fig. 3: two connections with Palermo-like receivers on the FIFO", where={"Test": F3}),

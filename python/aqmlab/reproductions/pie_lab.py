@@ -24,7 +24,7 @@ from . import Axis, Claim, Figure, Quick, Reproduction, Stat, WindowDelay, above
 PIE = {"kind": "pie", "target": "30ms", "tupdate": "30ms"}  # slides: "Target_Del: 30ms"
 CODEL = {"kind": "codel", "target": "5ms", "interval": "100ms"}  # Linux 3.6 sch_codel defaults
 
-AQM = Axis("AQM", {"PIE": {"bottleneck.aqm": PIE}, "CoDel": {"bottleneck.aqm": CODEL}}, requires={"CoDel": ["aqm:codel"]})
+AQM = Axis("AQM", {"PIE": {"bottleneck.aqm": PIE}, "CoDel": {"bottleneck.aqm": CODEL}})
 
 INTENSITIES = (20, 50, 100)
 TESTS = {
@@ -36,12 +36,6 @@ TESTS = {
 TEST = Axis(
     "Test",
     TESTS,
-    requires={
-        "5 TCP": ["scenario:pie-lab-5tcp"],
-        "5 TCP + 2 UDP": ["scenario:pie-lab-udp", "traffic:cbr"],
-        **{f"{n} TCP": ["scenario:pie-lab-intensity"] for n in INTENSITIES},
-        "50→10 Mbps": ["scenario:pie-lab-capacity"],
-    },
     note={"5 TCP": "also the 5-flow point of the intensity test"},
 )
 
@@ -63,7 +57,6 @@ EXPERIMENT = Reproduction(
         "100 TCP flows with the capacity falling from 50 to 10 Mbps at 50 s. 100 s x 10 seeds."
     ),
     scenario="pie-lab-5tcp",
-    requires=["scenario:pie-lab-5tcp"],
     axes=[TEST, AQM],
     seeds=10,
     # the claims are about the control in steady state: the first 10 s (every flow in slow

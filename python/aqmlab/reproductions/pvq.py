@@ -43,14 +43,6 @@ POLICY = Axis(
         "ARED, fixed thresholds": {"scenario": "jou-ftp-20-20-fixed"},
         "ARED, dynamic thresholds": {"scenario": "jou-ftp-20-20"},
     },
-    requires={
-        "RED+Tail": ["aqm:red_tail", "traffic:web", "scenario:jou-web-redtail"],
-        "Adaptive RED": ["aqm:ared", "traffic:web", "scenario:jou-web-ared"],
-        "DropTail": ["traffic:web", "scenario:jou-web-droptail"],
-        "RED+Tail, dynamic thresholds": ["aqm:red_tail", "aqm:ared.sliding", "scenario:jou-web-redtail-sliding"],
-        "ARED, fixed thresholds": ["aqm:ared", "scenario:jou-ftp-20-20-fixed"],
-        "ARED, dynamic thresholds": ["aqm:ared_sliding", "scenario:jou-ftp-20-20"],
-    },
 )
 
 WEB_POLICIES = ["RED+Tail", "Adaptive RED", "DropTail", "RED+Tail, dynamic thresholds"]
@@ -173,7 +165,6 @@ EXPERIMENT = Reproduction(
     seeds=5,
     quick=Quick(seeds=1, set={"duration": "170s"}),
     label="{Policy}",
-    requires=["aqm:red_tail", "traffic:web"],
     figures=[
         Figure("table3_class_metrics", "class_metrics", "Jou, Tan & Baras Table III: loss, delay and rate per traffic class after 100 s", where={"Policy": ["RED+Tail", "Adaptive RED", "DropTail"]}),
         Figure("table4_class_metrics", "class_metrics", "Jou, Tan & Baras Tables III-IV: RED+Tail with fixed (Table III) and sliding (Table IV) thresholds", where={"Policy": ["RED+Tail", "RED+Tail, dynamic thresholds"]}),

@@ -7,8 +7,9 @@
 //! * the backlog never exceeds the buffer limit;
 //! * a drop probability, where the AQM has one, stays in [0, 1];
 //! * the counters account for every packet (`Qdisc::conserved`), the drops counted by
-//!   cause are the drops handed back with that cause, and the marks counted are the CE
-//!   marks set on packets, only ever on ECN-capable ones.
+//!   cause are the drops handed back with that cause, and the marks counted are the
+//!   marks reported, one for each packet delivered set CE, only ever on ECN-capable
+//!   ones (ECT or already CE).
 //!
 //! Parameters come from the registry ([`AqmSpec::KINDS`], [`AqmSpec::default_for`],
 //! [`AqmSpec::from_kind`]), so an AQM added to the registry is covered without a line
@@ -30,7 +31,7 @@ pub struct P {
     pub flow: u64,
     pub ecn: Ecn,
     pub ce_sets: u32,
-    /// `set_ce` was called while the packet was not ECN-capable (a contract breach).
+    /// `set_ce` was called on a Not-ECT packet (a contract breach).
     pub ce_on_not_ect: bool,
 }
 
@@ -49,7 +50,9 @@ impl QPacket for P {
         self.ecn
     }
     fn set_ce(&mut self) {
-        if !self.ecn.is_ect() {
+        // CE again on a CE packet is allowed (Linux's INET_ECN_set_ce succeeds on it,
+        // as DualPI2 does for an L4S packet already marked upstream)
+        if self.ecn == Ecn::NotEct {
             self.ce_on_not_ect = true;
         }
         self.ecn = Ecn::Ce;
@@ -110,6 +113,9 @@ pub fn play(spec: &AqmSpec, limit: Limit, ops: &[Op], seed: u64) -> Result<Playe
     let mut out: Vec<Option<P>> = Vec::new(); // by id: the packet as it left
     let mut by_cause: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut ect_in = Vec::new();
+    // by id: the marks the queue reported for the packet (an admission marked, a
+    // departure marked)
+    let mut counted: Vec<u32> = Vec::new();
     for op in ops {
         let gap = match op {
             Op::Arrive { gap_us, .. } | Op::Depart { gap_us } => Duration::from_micros(*gap_us as u64),
@@ -134,13 +140,16 @@ pub fn play(spec: &AqmSpec, limit: Limit, ops: &[Op], seed: u64) -> Result<Playe
                 let id = out.len() as u64;
                 out.push(None);
                 ect_in.push(e.is_ect());
+                counted.push(0);
                 let a = q.enqueue(P { id, size: size.max(1), flow: flow as u64, ecn: e, ce_sets: 0, ce_on_not_ect: false }, &mut ctx, &mut drops);
                 if let Admit::Marked(_) = a {
-                    check!(e.is_ect(), "packet {id} ({e:?}) marked: only ECN-capable packets are marked");
+                    check!(e != Ecn::NotEct, "packet {id} ({e:?}) marked: only ECN-capable packets are marked");
+                    counted[id as usize] += 1;
                 }
             }
             Op::Depart { .. } => {
                 if let Some(d) = q.dequeue(&mut ctx, &mut drops) {
+                    counted[d.pkt.id as usize] += d.marked.is_some() as u32;
                     leave(&mut out, &mut fate, d.pkt, "dequeued")?;
                 }
             }
@@ -168,7 +177,10 @@ pub fn play(spec: &AqmSpec, limit: Limit, ops: &[Op], seed: u64) -> Result<Playe
             leave(&mut out, &mut fate, x.pkt, x.cause.name())?;
         }
         match d {
-            Some(d) => leave(&mut out, &mut fate, d.pkt, "dequeued")?,
+            Some(d) => {
+                counted[d.pkt.id as usize] += d.marked.is_some() as u32;
+                leave(&mut out, &mut fate, d.pkt, "dequeued")?
+            }
             None if q.backlog().packets == 0 => break,
             None => {
                 // a scheduler may hold packets back for a moment (none do today)
@@ -188,10 +200,20 @@ pub fn play(spec: &AqmSpec, limit: Limit, ops: &[Op], seed: u64) -> Result<Playe
         check!(counted == seen, "{} drops counted {counted}, handed back {seen}", c.name());
     }
     check!(q.stats.dequeued == fate.iter().filter(|f| f.1 == "dequeued").count() as u64, "dequeued count {:?}", q.stats);
-    // marks: one count per CE mark set, and only on packets that arrived ECN-capable
+    // marks: the queue reports a mark for every packet it delivers set CE, at most one
+    // per CE it set (DualPI2 may set CE twice in one pass, PI2 then the L4S step, and
+    // reports one mark), and counts what it reports; only on ECN-capable packets. A
+    // dropped packet may have been set CE unreported (COBALT: CoDel's mark, then
+    // BLUE's drop, as Linux's cobalt_should_drop)
     let pkts: Vec<P> = out.into_iter().map(|p| p.expect("checked above")).collect();
-    let ce_sets: u64 = pkts.iter().map(|p| p.ce_sets as u64).sum();
-    check!(ce_sets == q.stats.marked(), "{ce_sets} CE marks set, {} counted ({:?})", q.stats.marked(), q.stats.marks);
+    for p in &pkts {
+        let c = counted[p.id as usize];
+        let how = fate.iter().find(|f| f.0 == p.id).map_or("?", |f| f.1);
+        let delivered_right = how != "dequeued" || (p.ce_sets > 0) == (c > 0);
+        check!(delivered_right && c <= p.ce_sets, "packet {} ({how}): CE set {} times, {c} marks reported", p.id, p.ce_sets);
+    }
+    let reported: u64 = counted.iter().map(|&c| c as u64).sum();
+    check!(reported == q.stats.marked(), "{reported} marks reported, {} counted ({:?})", q.stats.marked(), q.stats.marks);
     if let Some(p) = pkts.iter().find(|p| p.ce_on_not_ect) {
         return Err(format!("packet {} marked CE without being ECN-capable (arrived ECT: {})", p.id, ect_in[p.id as usize]));
     }

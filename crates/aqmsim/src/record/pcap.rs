@@ -98,7 +98,9 @@ impl PacketSink for PcapSink {
 
     fn finish(self: Box<Self>, _run: &RunOutput) -> Vec<OutputFile> {
         let one = self.names.len() == 1;
-        self.names.into_iter().zip(self.files).map(|(n, bytes)| OutputFile { name: if one { "packets.pcap".into() } else { format!("packets.{n}.pcap") }, bytes }).collect()
+        // a link's name in a file name: other characters than letters, digits, - and _ as _
+        let safe = |n: &str| n.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect::<String>();
+        self.names.iter().zip(self.files).map(|(n, bytes)| OutputFile { name: if one { "packets.pcap".into() } else { format!("packets.{}.pcap", safe(n)) }, bytes }).collect()
     }
 }
 

@@ -185,6 +185,10 @@ pub fn mutated_builtin(m: &mut Mix) -> String {
         if let Some(l) = lines.iter_mut().find(|l| l.trim_start().starts_with("duration")) {
             *l = format!("duration = \"{}\"", m.pick(&["1s", "2s", "5s"]));
         }
+        // and a warm-up that ends before it
+        if let Some(l) = lines.iter_mut().find(|l| l.trim_start().starts_with("warmup")) {
+            *l = "warmup = \"0s\"".to_string();
+        }
     }
     for _ in 0..1 + m.below(4) {
         let n = lines.len().max(1);
@@ -328,11 +332,34 @@ fn assembled_topology(m: &mut Mix) -> String {
     s
 }
 
-/// `n` random `--set` assignments (most with a schema path and a typed value).
+/// Fields with values of their own type (valid ones and edge cases), so that random
+/// overrides also make scenarios that run.
+const TYPED: &[(&str, &[&str])] = &[
+    ("bottleneck.rate", &["\"1Mbps\"", "\"5Mbps\"", "\"50Mbps\"", "\"1bps\""]),
+    ("bottleneck.delay", &["\"0ms\"", "\"1ms\"", "\"100ms\""]),
+    ("bottleneck.buffer", &["\"1pkts\"", "\"20pkts\"", "\"0.5bdp\"", "\"3000B\""]),
+    ("bottleneck.aqm.kind", &["\"pie\"", "\"codel\"", "\"fq_codel\"", "\"red\"", "\"ared\"", "\"dualpi2\"", "\"fq_pie\"", "\"cobalt\"", "\"cake\""]),
+    ("bottleneck.reverse_aqm", &["\"codel\"", "\"cake\"", "\"dualpi2\""]),
+    ("flows.0.count", &["1", "3", "40"]),
+    ("flows.0.kind", &["\"bulk\"", "\"web\"", "\"files\""]),
+    ("flows.0.tcp.cc", &["\"cubic\"", "\"newreno\"", "\"bbr\""]),
+    ("flows.0.tcp.ecn", &["true", "false"]),
+    ("flows.0.start", &["\"0s\"", "\"1s\"", "{ uniform = [\"0s\", \"1s\"] }"]),
+    ("record.packets", &["true", "false"]),
+    ("record.interval", &["\"1ms\"", "\"50ms\""]),
+    ("access.rate", &["\"5Mbps\"", "\"1Gbps\""]),
+];
+
+/// `n` random `--set` assignments: a field with a value of its type, a schema path
+/// with any value, or a bare value.
 pub fn overrides(m: &mut Mix, n: usize) -> Vec<String> {
     (0..n)
         .map(|_| match m.below(10) {
             0 => format!("{}", m.pick(VALUES)),
+            1..=4 => {
+                let (k, vs) = TYPED[m.below(TYPED.len())];
+                format!("{k}={}", m.pick(vs))
+            }
             _ => format!("{}={}", m.pick(KEYS), m.pick(VALUES)),
         })
         .collect()
