@@ -524,6 +524,9 @@ impl crate::spec::AqmParams for CakeParams {
     fn complete(&mut self) {
         self.target = Some(self.target());
     }
+    fn marks_ecn(&self) -> bool {
+        true
+    }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Box::new(Cake::new(self, limit))
     }

@@ -139,6 +139,41 @@ fn parse_aqm(path: &str, v: Option<toml::Value>) -> Result<AqmSpec, ScenarioErro
     }
 }
 
+/// A congestion control that needs ECN or AccECN feedback (DCTCP, Prague: Linux's
+/// `TCP_CONG_NEEDS_ECN`, `TCP_CONG_NEEDS_ACCECN`) gets it: `tcp.ecn` and `tcp.accecn`
+/// are set in the resolved scenario, so that it says what runs; AccECN is a form of
+/// ECN and sets `ecn` too. Saying `false` to what the congestion control needs is an
+/// error naming the field.
+fn ecn_for_cc(path: &str, tcp: &mut toml::Table) -> Result<(), ScenarioError> {
+    let kind = match tcp.get("cc") {
+        Some(toml::Value::String(k)) => Some(k.clone()),
+        Some(toml::Value::Table(t)) => t.get("kind").and_then(|k| k.as_str()).map(str::to_string),
+        _ => None,
+    };
+    let kind = kind.as_deref();
+    let info = kind.and_then(|k| crate::tcp::CcSpec::KINDS.iter().find(|i| i.kind == k));
+    let (needs_ecn, needs_accecn) = info.map_or((false, false), |i| (i.needs_ecn, i.needs_accecn));
+    let (ecn, accecn) = (tcp.get("ecn").and_then(|v| v.as_bool()), tcp.get("accecn").and_then(|v| v.as_bool()));
+    if needs_accecn {
+        if accecn == Some(false) {
+            let k = kind.unwrap_or_default();
+            return Err(err(format!("{path}.accecn"), format!("{k} needs Accurate ECN feedback (RFC 9331 §4.2, RFC 9768), got false")));
+        }
+        tcp.insert("accecn".into(), toml::Value::Boolean(true));
+    }
+    if needs_ecn || accecn == Some(true) {
+        if ecn == Some(false) {
+            let why = match kind.filter(|_| needs_ecn) {
+                Some(k) => format!("{k} needs ECN (it answers CE marks, RFC 8257 / RFC 9331), got false"),
+                None => "accecn = true is ECN feedback: it needs ecn, got false".to_string(),
+            };
+            return Err(err(format!("{path}.ecn"), why));
+        }
+        tcp.insert("ecn".into(), toml::Value::Boolean(true));
+    }
+    Ok(())
+}
+
 /// The older form of CUBIC's parameters, `tcp.cubic = { ... }` beside `tcp.cc`, read
 /// into today's `tcp.cc = { kind = "cubic", ... }` (its values win over the same
 /// ones in `tcp.cc`, as an override of the old form should). Beside another
@@ -199,6 +234,7 @@ fn parse_group(path: &str, v: toml::Value) -> Result<FlowGroupSpec, ScenarioErro
             tcp.insert("receiver".into(), toml::Value::Table(toml::Table::from_iter([("kind".to_string(), toml::Value::String(k))])));
         }
         legacy_cubic_table(&format!("{path}.tcp"), tcp)?;
+        ecn_for_cc(&format!("{path}.tcp"), tcp)?;
     }
     let traffic = TrafficSpec::parse(path, &kind, toml::Value::Table(t))?;
     if let Some(tcp) = traffic.tcp() {
@@ -334,6 +370,7 @@ impl Scenario {
                 }
             }
         }
+        self.validate_l4s_paths()?;
         let nflows: u64 = self.flows.iter().map(|g| g.common.count as u64).sum();
         if nflows > MAX_FLOWS {
             return Err(err("flows", format!("{nflows} flows are too many (at most {MAX_FLOWS})")));
@@ -360,6 +397,27 @@ impl Scenario {
         }
         if self.metrics.warmup >= self.duration {
             return Err(err("metrics.warmup", format!("{} is not before the end of the run ({}): no sample would be left for the headline figures", self.metrics.warmup, self.duration)));
+        }
+        Ok(())
+    }
+
+    /// An L4S sender (Prague: ECT(1), RFC 9331) needs an AQM on its data's path that
+    /// marks: over a path where every queue drops, it runs as a loss-based Reno and
+    /// the experiment is not what it says. (DCTCP over DropTail is allowed: the
+    /// classic comparison of DCTCP papers.)
+    fn validate_l4s_paths(&self) -> Result<(), ScenarioError> {
+        let routes = self.routes();
+        for (i, g) in self.flows.iter().enumerate() {
+            let Some(cc) = g.traffic.tcp().map(|t| &t.cc).filter(|cc| cc.ect() == aqm::Ecn::Ect1) else { continue };
+            let aqms: Vec<(String, &AqmSpec)> = match (&routes, &self.bottleneck) {
+                (Some(r), _) => r[i].hops.iter().map(|&(l, fwd)| (if fwd { self.links[l].name.clone() } else { format!("{}_rev", self.links[l].name) }, if fwd { &self.links[l].fwd.aqm } else { &self.links[l].reverse.aqm })).collect(),
+                (None, Some(b)) => vec![("bottleneck".to_string(), &b.aqm)],
+                (None, None) => continue,
+            };
+            if !aqms.iter().any(|(_, a)| a.marks_ecn()) {
+                let path: Vec<String> = aqms.iter().map(|(n, a)| format!("{n}: {}{}", a.kind(), if a.kind() == "droptail" { "" } else { " with ecn = false" })).collect();
+                return Err(err(format!("flows[{i}].tcp.cc"), format!("{} needs an ECN path (RFC 9331 §4.3): no AQM on its route marks ECN ({})", cc.kind(), path.join(", "))));
+            }
         }
         Ok(())
     }

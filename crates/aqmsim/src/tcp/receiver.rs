@@ -6,12 +6,25 @@
 //! full segment, SACK compression while holding out-of-order data
 //! (`tcp_event_data_recv`, `__tcp_ack_snd_check`, `tcp_send_delayed_ack`); and an
 //! advertised window that does not limit by default.
+//!
+//! ECN feedback, as negotiated: RFC 3168 (ECE from a CE until the sender's CWR);
+//! DCTCP's state machine (Alizadeh et al., RFC 8257 §3.2: ECE tells the CE state of
+//! the latest segment, and a change of state is ACKed at once, after an ACK of what
+//! came before it if one was delayed: Linux `dctcp_ece_ack_update`); or Accurate
+//! ECN (RFC 9768: a count of CE-marked segments in the ACE field, and an immediate
+//! ACK when the IP-ECN field changes or 6 marks wait, Linux
+//! `tcp_ecn_received_counters`).
 
 use aqm::{Duration, Time};
 
 use super::window::ReceiveWindow;
-use super::TcpConfig;
+use super::{EcnMode, TcpConfig};
 use crate::packet::{Kind, Packet, SackBlocks};
+
+/// AccECN: ACK at once when this many CE marks wait to be echoed (RFC 9768
+/// §3.2.2.5.2 allows at most 6; Linux `TCP_ACCECN_ACE_MAX_DELTA`), so the 3-bit
+/// ACE field cannot wrap between two ACKs.
+const ACE_MAX_DELTA: u32 = 6;
 
 /// A window that never limits (Dynamic Right-Sizing keeps the advertised window
 /// ahead of the sender; Fisk & Feng 2001).
@@ -112,10 +125,26 @@ pub struct TcpReceiver {
     last_ack_sent: u64,
     /// ECN negotiated (RFC 3168 §6.1.1).
     ecn: bool,
-    /// Echo ECE on every ACK until a CWR arrives (RFC 3168 §6.1.3).
+    /// The feedback: RFC 3168 or AccECN (RFC 9768), when `ecn`.
+    mode: EcnMode,
+    /// DCTCP's ECE state machine in place of RFC 3168's (RFC 8257 §3.2).
+    dctcp: bool,
+    /// Echo ECE on every ACK until a CWR arrives (RFC 3168 §6.1.3); under DCTCP,
+    /// the CE state of the latest segment.
     ece: bool,
     /// ECT seen on a segment (Linux `TCP_ECN_SEEN`).
     ecn_seen: bool,
+    /// AccECN: CE-marked segments received (r.cep, RFC 9768 §3.2.1), those not yet
+    /// echoed, and the IP-ECN field of the latest segment.
+    received_ce: u64,
+    ce_pending: u32,
+    prev_ecn: aqm::Ecn,
+    /// The codepoint of its ACKs: ECN-capable under AccECN or with a controller that
+    /// needs ECN (Linux sets ECT on every segment then), Not-ECT otherwise.
+    ack_ecn: aqm::Ecn,
+    /// DCTCP: the CE state of the latest segment (`ca->ce_state`); `ece` is then
+    /// what the ACKs echo (`TCP_ECN_DEMAND_CWR`, set from it).
+    dctcp_ce: bool,
     /// Payload bytes delivered in order to the application.
     pub bytes_delivered: u64,
     /// Payload bytes of every new (not duplicate) segment, in order or not.
@@ -165,9 +194,16 @@ impl TcpReceiver {
             comp_deadline: None,
             ts_recent: 0,
             last_ack_sent: 0,
-            ecn: cfg.ecn,
+            ecn: cfg.ecn_mode() != EcnMode::Off,
+            mode: cfg.ecn_mode(),
+            dctcp: cfg.ecn_mode() == EcnMode::Rfc3168 && cfg.cc.needs_ecn(),
             ece: false,
             ecn_seen: false,
+            received_ce: 0,
+            ce_pending: 0,
+            prev_ecn: aqm::Ecn::NotEct,
+            ack_ecn: if cfg.ecn_mode() == EcnMode::AccEcn || (cfg.ecn_mode() == EcnMode::Rfc3168 && cfg.cc.needs_ecn()) { cfg.cc.ect() } else { aqm::Ecn::NotEct },
+            dctcp_ce: false,
             bytes_delivered: 0,
             bytes_received: 0,
             expect_segments: None,
@@ -196,9 +232,22 @@ impl TcpReceiver {
         match p.kind {
             Kind::Syn => {
                 let mut sa = Packet::new(0, self.flow, Kind::SynAck, self.header, now);
-                // RFC 3168 §6.1.1: agree to ECN if asked and configured.
-                self.ecn = self.ecn && p.ece() && p.cwr();
-                sa.set_flag(Packet::ECE, self.ecn);
+                // RFC 3168 §6.1.1: agree to ECN if asked and configured. RFC 9768
+                // §3.1.1: an AccECN SYN (AE, CWR, ECE all set) gets an ACE that
+                // echoes the SYN's IP-ECN field (Table 2: Not-ECT 0b010, ECT(1)
+                // 0b011, ECT(0) 0b100, CE 0b110); otherwise ECE alone (0b001).
+                if self.mode == EcnMode::AccEcn && p.ace() == 0b111 {
+                    sa.set_ace(match p.ecn {
+                        aqm::Ecn::NotEct => 0b010,
+                        aqm::Ecn::Ect1 => 0b011,
+                        aqm::Ecn::Ect0 => 0b100,
+                        aqm::Ecn::Ce => 0b110,
+                    });
+                } else {
+                    self.ecn = self.ecn && p.ece() && p.cwr();
+                    self.mode = if self.ecn { EcnMode::Rfc3168 } else { EcnMode::Off };
+                    sa.set_flag(Packet::ECE, self.ecn);
+                }
                 out.push(sa);
                 self.synack_sent_at = Some(now);
             }
@@ -244,10 +293,25 @@ impl TcpReceiver {
         self.lrcvtime = now;
     }
 
-    /// Linux `__tcp_ecn_check_ce`.
-    fn ecn_check_ce(&mut self, p: &Packet) {
+    /// Linux `__tcp_ecn_check_ce`, with DCTCP's `CA_EVENT_ECN_IS_CE` /
+    /// `CA_EVENT_ECN_NO_CE` (`dctcp_ece_ack_update`, RFC 8257 §3.2): ECE tells the CE
+    /// state of the latest segment, and a change is ACKed at once, after the delayed
+    /// ACK of what came before it (with the old state) if one waits.
+    fn ecn_check_ce(&mut self, p: &Packet, now: Time, out: &mut Vec<Packet>) {
         if !self.ecn {
             return;
+        }
+        if p.ecn != aqm::Ecn::NotEct && self.dctcp {
+            let ce = p.ecn == aqm::Ecn::Ce;
+            if ce != self.dctcp_ce {
+                if self.delack_deadline.is_some() {
+                    self.ece = self.dctcp_ce;
+                    self.send_ack(now, out);
+                }
+                self.ack_now = true;
+            }
+            self.dctcp_ce = ce;
+            self.ece = ce;
         }
         match p.ecn {
             aqm::Ecn::NotEct => {
@@ -258,7 +322,7 @@ impl TcpReceiver {
             }
             aqm::Ecn::Ce => {
                 self.stats.ce_received += 1;
-                if !self.ece {
+                if !self.ece && self.mode == EcnMode::Rfc3168 {
                     // better not delay the echo: the sender may have a small window
                     self.enter_quickack_mode(2);
                     self.ece = true;
@@ -279,10 +343,25 @@ impl TcpReceiver {
             self.srtt = Some(r);
             self.rto = r + (r + r).max(self.rto_min);
         }
-        if self.ecn && p.cwr() {
+        if self.mode == EcnMode::Rfc3168 && p.cwr() {
             // RFC 3168 §6.1.3; Linux ACKs a segment with CWR at once
+            // (`tcp_ecn_accept_cwr`; not under AccECN, whose CWR bit is part of ACE)
             self.ece = false;
             self.ack_now = true;
+        }
+        if self.mode == EcnMode::AccEcn {
+            // RFC 9768 §3.2.2.5 (Linux `tcp_ecn_received_counters`): count CE-marked
+            // segments; ACK at once on any change of the IP-ECN field, or when 6
+            // marks wait to be echoed
+            if p.ecn == aqm::Ecn::Ce {
+                self.received_ce += 1;
+                self.ce_pending += 1;
+            }
+            if p.ecn != self.prev_ecn {
+                self.prev_ecn = p.ecn;
+                self.ack_now = true;
+            }
+            self.ack_now |= self.ce_pending >= ACE_MAX_DELTA;
         }
         if p.ts_echo > 0 {
             let m = now.saturating_since(Time::from_nanos(p.ts_echo));
@@ -320,7 +399,7 @@ impl TcpReceiver {
             }
             return;
         }
-        self.ecn_check_ce(p);
+        self.ecn_check_ce(p, now, out);
         self.bytes_received += p.payload as u64;
         self.window.on_data(now, self.bytes_received);
         if seq == self.rcv_nxt {
@@ -540,7 +619,14 @@ impl TcpReceiver {
         a.rwnd = self.advertise();
         self.last_rwnd = a.rwnd;
         a.sack = self.sack_blocks();
-        a.set_flag(Packet::ECE, self.ece);
+        if self.mode == EcnMode::AccEcn {
+            // RFC 9768 §3.2.1: ACE = r.cep mod 8, r.cep starting at 5.
+            a.set_ace(((self.received_ce + 5) & 7) as u8);
+            self.ce_pending = 0;
+        } else {
+            a.set_flag(Packet::ECE, self.ece);
+        }
+        a.ecn = self.ack_ecn;
         // RFC 7323 §4.3 (3): TSecr = TS.Recent
         a.ts_echo = self.ts_recent;
         // Linux tcp_dec_quickack_mode: each ACK sent for arriving data uses one
@@ -772,6 +858,61 @@ mod tests {
         assert_eq!((r.ooo[0].start, r.ooo[0].end, r.ooo[0].bytes), (2, 5, 3 * 1460));
         r.on_packet(&data(3), Time::ZERO, &mut out);
         assert_eq!(r.stats.duplicates, 1);
+    }
+
+    fn marked(seq: u64, ecn: aqm::Ecn) -> Packet {
+        let mut p = data(seq);
+        p.ecn = ecn;
+        p
+    }
+
+    #[test]
+    fn dctcp_echoes_the_latest_ce_state_and_acks_each_change_at_once() {
+        // RFC 8257 §3.2 (Linux dctcp_ece_ack_update), delayed ACKs every 2 segments
+        use crate::tcp::cc::{CcSpec, DctcpParams};
+        let cfg = TcpConfig { cc: CcSpec::Dctcp(DctcpParams::default()), quickack: 0, ..TcpConfig::default() };
+        let mut r = TcpReceiver::new(0, &cfg);
+        let mut out = Vec::new();
+        let (ect, ce) = (aqm::Ecn::Ect0, aqm::Ecn::Ce);
+        let acks = |out: &Vec<Packet>| out.iter().map(|a| (a.seq, a.ece())).collect::<Vec<_>>();
+        r.on_packet(&marked(0, ect), Time::ZERO, &mut out);
+        assert!(out.is_empty(), "delayed");
+        // CE: the delayed ACK goes first with the old state, then this one with ECE
+        r.on_packet(&marked(1, ce), Time::ZERO, &mut out);
+        assert_eq!(acks(&out), vec![(1, false), (2, true)]);
+        // CE again: no change, delayed ACKs resume, every ACK with ECE
+        r.on_packet(&marked(2, ce), Time::ZERO, &mut out);
+        r.on_packet(&marked(3, ce), Time::ZERO, &mut out);
+        assert_eq!(acks(&out)[2..], [(4, true)]);
+        // back to not CE: nothing delayed, so one immediate ACK without ECE; a CWR
+        // from the sender does not clear the state (it is the CE state, not a latch)
+        r.on_packet(&marked(4, ect), Time::ZERO, &mut out);
+        assert_eq!(acks(&out)[3..], [(5, false)]);
+        let mut cwr = marked(5, ce);
+        cwr.set_flag(Packet::CWR, true);
+        r.on_packet(&cwr, Time::ZERO, &mut out);
+        assert_eq!(acks(&out)[4..], [(6, true)]);
+        // ACKs of a DCTCP receiver are ECN-capable (Linux: the controller needs ECN)
+        assert!(out.iter().all(|a| a.ecn == ect));
+    }
+
+    #[test]
+    fn accecn_counts_ce_segments_in_the_ace_field_and_acks_on_ecn_changes() {
+        // RFC 9768 §3.2: ACE = (CE-marked segments + 5) mod 8; an immediate ACK when
+        // the IP-ECN field changes (Linux), delayed ACKs otherwise
+        let cfg = TcpConfig { accecn: true, ecn: true, quickack: 0, ..TcpConfig::default() };
+        let mut r = TcpReceiver::new(0, &cfg);
+        let mut out = Vec::new();
+        let (ect, ce) = (aqm::Ecn::Ect0, aqm::Ecn::Ce);
+        let aces = |out: &Vec<Packet>| out.iter().map(|a| (a.seq, a.ace())).collect::<Vec<_>>();
+        r.on_packet(&marked(0, ect), Time::ZERO, &mut out); // Not-ECT -> ECT(0): ACK now
+        r.on_packet(&marked(1, ce), Time::ZERO, &mut out); // -> CE: ACK now
+        r.on_packet(&marked(2, ce), Time::ZERO, &mut out); // delayed
+        r.on_packet(&marked(3, ce), Time::ZERO, &mut out); // every 2nd: ACK
+        assert_eq!(aces(&out), vec![(1, 5), (2, 6), (4, 0)], "three CE segments: 5 + 3 wraps to 0");
+        r.on_packet(&marked(4, ect), Time::ZERO, &mut out); // -> ECT(0): ACK now
+        assert_eq!(aces(&out)[3..], [(5, 0)]);
+        assert_eq!(r.received_ce, 3);
     }
 
     #[test]

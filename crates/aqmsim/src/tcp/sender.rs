@@ -38,7 +38,7 @@ use super::minmax::RunningMin;
 use super::pacing::{self, Pacer};
 use super::rate::{RateSample, RateState, TxInfo};
 use super::rtt::RttEstimator;
-use super::{Recovery, TcpConfig};
+use super::{EcnMode, Recovery, TcpConfig};
 use crate::packet::{Kind, Packet};
 use crate::rng::SimRng;
 
@@ -326,6 +326,13 @@ pub struct TcpSender {
     lost_total: u64,
     /// ECN negotiated for this connection (RFC 3168 §6.1.1).
     ecn_ok: bool,
+    /// ... with Accurate ECN feedback (RFC 9768 §3.1).
+    accecn: bool,
+    /// The codepoint of its ECN-capable packets (ECT(1) for an L4S controller).
+    ect: aqm::Ecn,
+    /// Segments reported delivered CE-marked (Linux `delivered_ce`); under AccECN
+    /// the ACE field echoes it modulo 8, offset by 5 (RFC 9768 §3.2.1).
+    delivered_ce: u64,
     /// Set CWR on the next new data segment (RFC 3168 §6.1.2).
     send_cwr: bool,
     min_rtt_filter: Option<RunningMin>,
@@ -395,6 +402,9 @@ impl TcpSender {
             rate_tx: VecDeque::new(),
             lost_total: 0,
             ecn_ok: false,
+            accecn: false,
+            ect: cfg.cc.ect(),
+            delivered_ce: 0,
             send_cwr: false,
             min_rtt_filter: None,
             min_rtt: None,
@@ -434,7 +444,8 @@ impl TcpSender {
             self.send_syn(now, out);
         } else {
             // Without a handshake, ECN is as configured (both ends share the setting).
-            self.ecn_ok = self.cfg.ecn;
+            let mode = self.cfg.ecn_mode();
+            (self.ecn_ok, self.accecn) = (mode != EcnMode::Off, mode == EcnMode::AccEcn);
             self.established(now);
             self.push(now, out, Rexmit::None);
         }
@@ -536,9 +547,13 @@ impl TcpSender {
     fn send_syn(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.syn_sent_at = now;
         let mut syn = Packet::new(0, self.flow, Kind::Syn, self.cfg.header.0 as u32, now);
-        // RFC 3168 §6.1.1: an ECN-setup SYN carries ECE and CWR.
-        syn.set_flag(Packet::ECE, self.cfg.ecn);
-        syn.set_flag(Packet::CWR, self.cfg.ecn);
+        // RFC 3168 §6.1.1: an ECN-setup SYN carries ECE and CWR; RFC 9768 §3.1.1: an
+        // AccECN-setup SYN all three of AE, CWR and ECE.
+        match self.cfg.ecn_mode() {
+            EcnMode::Off => {}
+            EcnMode::Rfc3168 => syn.set_ace(0b011),
+            EcnMode::AccEcn => syn.set_ace(0b111),
+        }
         out.push(syn);
         let rto = self.rtt.rto();
         self.set_timer(Pending::Rto, now, rto);
@@ -593,6 +608,11 @@ impl TcpSender {
             wstamp: self.pacer.wstamp,
             lsndtime: self.last_send,
             tick: self.cfg.tick,
+            delivered_ce: self.delivered_ce,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            cwnd_limited: self.cwnd_limited(),
+            packet_size: self.cfg.packet_size(),
         }
     }
 
@@ -606,6 +626,10 @@ impl TcpSender {
 
     /// The fewest segments of a paced burst (`min_tso_segs`).
     fn burst_segments(&self) -> u64 {
+        // Linux `tcp_tso_segs`: the controller's own burst size, or tcp_tso_autosize
+        if let Some(segs) = self.cc.tso_segs() {
+            return segs;
+        }
         let min_tso = self.cc.min_tso_segs().unwrap_or(pacing::MIN_TSO_SEGS);
         pacing::burst_segments(self.pacer.rate, self.cfg.mss.0 as u32, self.min_rtt, min_tso)
     }
@@ -674,6 +698,8 @@ impl TcpSender {
             mss: self.cfg.mss.0 as u32,
             initial_window: self.cfg.initial_window,
             tick: self.cfg.tick,
+            ce: 0,
+            ece: false,
         }
     }
 
@@ -790,13 +816,16 @@ impl TcpSender {
         p.payload = payload;
         p.set_flag(Packet::RETX, retx);
         p.ts_echo = self.ts_recent;
-        // RFC 3168 §6.1.5: retransmissions are sent Not-ECT and without CWR.
-        if self.ecn_ok && !retx {
-            p.ecn = aqm::Ecn::Ect0;
-            if self.send_cwr {
-                p.set_flag(Packet::CWR, true);
-                self.send_cwr = false;
-            }
+        // RFC 3168 §6.1.5: retransmissions are sent Not-ECT and without CWR, except
+        // under AccECN (every segment ECN-capable, Linux `tcp_ecn_send`) or with a
+        // controller that needs ECN (DCTCP, Prague: `tcp_ca_needs_ecn`).
+        if self.ecn_ok && (!retx || self.accecn || self.cfg.cc.needs_ecn()) {
+            p.ecn = self.ect;
+        }
+        // CWR on the next new segment after a reduction (RFC 3168 feedback only)
+        if self.ecn_ok && !retx && !self.accecn && self.send_cwr {
+            p.set_flag(Packet::CWR, true);
+            self.send_cwr = false;
         }
         p
     }
@@ -1299,16 +1328,28 @@ impl TcpSender {
 
     // ---- congestion states (Linux tcp_fastretrans_alert and its helpers) -----------
 
-    /// Linux `tcp_init_cwnd_reduction`.
-    fn init_cwnd_reduction(&mut self, now: Time) {
+    /// Linux `tcp_set_ca_state`: the controller hears of the change first (`set_state`,
+    /// before the state takes effect and before the sender touches cwnd).
+    fn set_ca_state(&mut self, to: CaState, now: Time) {
+        if to != self.ca_state {
+            self.cc.set_state(&mut self.w, to, now);
+        }
+        self.ca_state = to;
+    }
+
+    /// Linux `tcp_init_cwnd_reduction`; `ecn`: for an ECN echo (the CWR state), whose
+    /// ssthresh a controller may set apart from a loss's (DCTCP).
+    fn init_cwnd_reduction(&mut self, now: Time, ecn: bool) {
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = None;
         self.w.cnt = 0;
         self.prior_cwnd = self.w.cwnd;
         self.prr_delivered = 0;
         self.prr_out = 0;
-        self.w.ssthresh = self.cc.on_congestion(&self.w, now);
-        if self.ecn_ok {
+        self.w.ssthresh = if ecn { self.cc.on_ecn(&self.w, now) } else { self.cc.on_congestion(&self.w, now) };
+        // RFC 3168 feedback only (an AccECN receiver counts marks instead, RFC 9768
+        // §3.2.2.1; Linux `tcp_ecn_queue_cwr`)
+        if self.ecn_ok && !self.accecn {
             self.send_cwr = true;
         }
     }
@@ -1360,8 +1401,8 @@ impl TcpSender {
         self.prior_ssthresh = 0.0;
         if self.ca_state < CaState::Cwr {
             self.undo_marker = None;
-            self.init_cwnd_reduction(now);
-            self.ca_state = CaState::Cwr;
+            self.init_cwnd_reduction(now, true);
+            self.set_ca_state(CaState::Cwr, now);
             self.stats.ecn_reductions += 1;
         }
     }
@@ -1382,9 +1423,9 @@ impl TcpSender {
             if !ece_ack {
                 self.prior_ssthresh = self.current_ssthresh();
             }
-            self.init_cwnd_reduction(now);
+            self.init_cwnd_reduction(now, false);
         }
-        self.ca_state = CaState::Recovery;
+        self.set_ca_state(CaState::Recovery, now);
     }
 
     /// Any retransmission still counts in this episode (Linux `tcp_any_retrans_done`).
@@ -1394,10 +1435,10 @@ impl TcpSender {
 
     /// Linux `tcp_try_keep_open`: Open, or Disorder while something is SACKed, lost
     /// or retransmitted.
-    fn try_keep_open(&mut self) {
+    fn try_keep_open(&mut self, now: Time) {
         let state = if self.sacked_out + self.reno_sacked + self.lost_out > 0 || self.any_retrans_done() { CaState::Disorder } else { CaState::Open };
         if self.ca_state != state {
-            self.ca_state = state;
+            self.set_ca_state(state, now);
             self.high_seq = self.snd_nxt;
         }
     }
@@ -1411,7 +1452,7 @@ impl TcpSender {
             self.enter_cwr(now);
         }
         if self.ca_state != CaState::Cwr {
-            self.try_keep_open();
+            self.try_keep_open(now);
         }
     }
 
@@ -1474,7 +1515,7 @@ impl TcpSender {
         if self.non_sack_preventing_reopen() {
             return true;
         }
-        self.ca_state = CaState::Open;
+        self.set_ca_state(CaState::Open, now);
         false
     }
 
@@ -1501,7 +1542,7 @@ impl TcpSender {
                 return true;
             }
             if frto_undo || self.cfg.sack {
-                self.ca_state = CaState::Open;
+                self.set_ca_state(CaState::Open, now);
             }
             return true;
         }
@@ -1520,7 +1561,7 @@ impl TcpSender {
                 self.retrans_stamp = None;
             }
             self.undo_cwnd_reduction(now, true);
-            self.try_keep_open();
+            self.try_keep_open(now);
         }
         false
     }
@@ -1635,10 +1676,10 @@ impl TcpSender {
         // duplicate ACKs or the RTO.
         if self.cc.rfc5681_recovery() && !self.cfg.sack && self.ca_state == CaState::Recovery && *flag & F_SND_UNA_ADVANCED != 0 {
             self.w.cwnd = self.w.ssthresh;
-            self.ca_state = CaState::Open;
+            self.set_ca_state(CaState::Open, now);
             self.reno_sacked = 0;
             self.undo_marker = None;
-            self.try_keep_open();
+            self.try_keep_open(now);
             return;
         }
         // D: leave a state whose episode is over
@@ -1650,7 +1691,7 @@ impl TcpSender {
                     // held until something above high_seq is acked, for the CWR flag
                     if self.snd_una != self.high_seq {
                         self.end_cwnd_reduction(now);
-                        self.ca_state = CaState::Open;
+                        self.set_ca_state(CaState::Open, now);
                     }
                 }
                 CaState::Recovery => {
@@ -1676,7 +1717,7 @@ impl TcpSender {
                     return;
                 }
                 if self.try_undo_dsack(now) {
-                    self.try_keep_open();
+                    self.try_keep_open(now);
                 }
                 self.identify_packet_loss(now, flag);
                 if self.ca_state != CaState::Recovery {
@@ -1739,10 +1780,10 @@ impl TcpSender {
             // new data probed, or the D-SACK shows the original arrived too: no loss
             self.tlp_high_seq = None;
         } else if ack > high {
-            self.init_cwnd_reduction(now);
-            self.ca_state = CaState::Cwr;
+            self.init_cwnd_reduction(now, false);
+            self.set_ca_state(CaState::Cwr, now);
             self.end_cwnd_reduction(now);
-            self.try_keep_open();
+            self.try_keep_open(now);
             self.stats.loss_probe_recoveries += 1;
         } else if flag & (F_SND_UNA_ADVANCED | F_NOT_DUP | F_DATA_SACKED) == 0 {
             // a pure duplicate: the original and the probe both arrived
@@ -1832,18 +1873,20 @@ impl TcpSender {
             self.prior_ssthresh = self.current_ssthresh();
             self.prior_cwnd = self.w.cwnd;
             self.w.ssthresh = self.cc.on_congestion(&self.w, now);
+            // `tcp_ca_event(CA_EVENT_LOSS)`, once per episode (Prague halves here)
+            self.cc.on_loss_event(&self.w, now);
             self.init_undo();
         }
         self.w.cwnd = (self.pipe() + 1) as f64;
         self.w.cnt = 0;
         self.snd_cwnd_stamp = now;
-        self.ca_state = CaState::Loss;
+        self.set_ca_state(CaState::Loss, now);
         let s = self.view(now);
         self.cc.on_timeout(&self.w, &s);
         let c = self.conn(now);
         self.cc.on_enter_loss(&c);
         self.high_seq = self.snd_nxt;
-        if self.ecn_ok {
+        if self.ecn_ok && !self.accecn {
             self.send_cwr = true;
         }
         self.frto = self.cfg.frto && (new_recovery || self.retransmits_in_row > 0);
@@ -1869,8 +1912,12 @@ impl TcpSender {
         match (self.state, p.kind) {
             (State::SynSent, Kind::SynAck) => {
                 self.ts_recent = p.sent_at.as_nanos();
-                // RFC 3168 §6.1.1: ECN is on if the SYN-ACK says so.
-                self.ecn_ok = self.cfg.ecn && p.ece();
+                // RFC 3168 §6.1.1: ECN is on if the SYN-ACK says so; RFC 9768 §3.1.1 Table 2:
+                // an ACE of 0b010 to 0b110 on the SYN-ACK accepts AccECN, 0b001
+                // classic ECN.
+                let mode = self.cfg.ecn_mode();
+                self.accecn = mode == EcnMode::AccEcn && (2..=6).contains(&p.ace());
+                self.ecn_ok = self.accecn || (mode != EcnMode::Off && p.ace() == 0b001);
                 if self.stats.syn_retransmits == 0 {
                     let r = now - self.syn_sent_at;
                     self.rtt.sample(r, 0, 0);
@@ -1896,6 +1943,35 @@ impl TcpSender {
         let f = self.min_rtt_filter.get_or_insert_with(|| RunningMin::new(now.as_nanos(), r.as_nanos() as f64));
         let m = f.update(MIN_RTT_WINDOW.as_nanos(), now.as_nanos(), r.as_nanos() as f64);
         self.min_rtt = Some(Duration::from_nanos(m as u64));
+    }
+
+    /// The segments this ACK reports CE-marked, and whether it signals congestion
+    /// by ECN: RFC 3168 feedback counts every segment an ECE-carrying ACK delivers
+    /// (Linux `tcp_count_delivered`); AccECN reads the ACE field's increase (RFC 9768
+    /// §3.2.2.5, Linux `__tcp_accecn_process`), of an ACK that made progress.
+    fn ecn_feedback(&mut self, a: &Packet, delivered: u64, progress: bool) -> (u32, bool) {
+        if !self.ecn_ok {
+            return (0, false);
+        }
+        if !self.accecn {
+            let ce = if a.ece() { delivered } else { 0 };
+            self.delivered_ce += ce;
+            return (ce as u32, a.ece());
+        }
+        if !progress {
+            return (0, false);
+        }
+        // The ACE field counts CE-marked segments from 5 (TCP_ACCECN_CEP_INIT_OFFSET),
+        // modulo 8.
+        let mut delta = (a.ace() as u64).wrapping_sub(5).wrapping_sub(self.delivered_ce) & 7;
+        if delivered > 7 {
+            // More than 7 segments delivered: the counter may have wrapped. Without
+            // the AccECN option's byte counters, assume as many wraps as the count
+            // allows (RFC 9768 Appendix A.2.1's safety, Linux's `safe_delta`).
+            delta = delivered - ((delivered - delta) & 7);
+        }
+        self.delivered_ce += delta;
+        (delta as u32, delta > 0)
     }
 
     /// Linux `tcp_sacktag_write_queue`, with `tcp_check_dsack`.
@@ -2017,6 +2093,8 @@ impl TcpSender {
     }
 
     fn on_ack(&mut self, a: &Packet, now: Time, out: &mut Vec<Packet>) {
+        // RFC 7323: the ACK's timestamp is newer than any seen (Linux FLAG_TS_PROGRESS)
+        let ts_progress = a.sent_at.as_nanos() > self.ts_recent;
         self.ts_recent = self.ts_recent.max(a.sent_at.as_nanos());
         self.ts_ecr = a.ts_echo;
         let ack = a.seq.min(self.snd_nxt);
@@ -2045,7 +2123,9 @@ impl TcpSender {
         } else if self.rwnd_segments != prior_rwnd {
             flag |= F_WIN_UPDATE;
         }
-        if self.ecn_ok && a.ece() {
+        if self.ecn_ok && !self.accecn && a.ece() {
+            // RFC 3168 feedback (`tcp_ecn_rcv_ecn_echo`); AccECN's comes from the ACE
+            // counter once the ACK's deliveries are counted (below)
             flag |= F_ECE;
         }
 
@@ -2173,13 +2253,21 @@ impl TcpSender {
             // clock (plus any delayed-ACK hold); delay-based controllers (LEDBAT) use it.
             self.cc.on_delay(a.sent_at.saturating_since(Time::from_nanos(a.ts_echo)), now);
         }
-        // the congestion control's per-ACK sample (pkts_acked)
+        // the ACK's ECN feedback (Linux `tcp_accecn_process`, `tcp_count_delivered`)
+        let delivered_so_far = self.delivered - prior_delivered;
+        let (ce, ece) = self.ecn_feedback(a, delivered_so_far, delivered_so_far > 0 || ts_progress);
+        if ece {
+            flag |= F_ECE;
+        }
+        // the congestion control's per-ACK sample (pkts_acked), then `in_ack_event`
+        let mut s = self.view(now);
+        s.rtt = ca_rtt;
+        s.acked = delivered_so_far as u32;
+        (s.ce, s.ece) = (ce, ece);
         if prior_packets > 0 {
-            let mut s = self.view(now);
-            s.rtt = ca_rtt;
-            s.acked = (self.delivered - prior_delivered) as u32;
             self.cc.on_rtt(&mut self.w, &s);
         }
+        self.cc.in_ack_event(&self.w, &s);
 
         self.rack_update_reo_wnd(rs.prior_delivered);
         if self.tlp_high_seq.is_some() {
@@ -2204,6 +2292,7 @@ impl TcpSender {
         let mut s = self.view(now);
         s.acked = delivered as u32;
         s.rtt = ca_rtt;
+        (s.ce, s.ece) = (ce, ece);
         if self.rate_cc {
             // a controller that sets cwnd itself does so now, in any state, from the
             // ACK's delivery-rate sample (`tcp_rate_gen`, then `cong_control`), and may
@@ -2212,6 +2301,7 @@ impl TcpSender {
             rate.prior_in_flight = prior_in_flight;
             rate.rtt = ca_rtt;
             rate.is_ack_delayed = flag & F_ACK_MAYBE_DELAYED != 0;
+            rate.ece_delta = ce as u64;
             let min_rtt = self.min_rtt;
             self.rate.generate(now, delivered, lost, min_rtt, &mut rate);
             let mut c = self.conn(now);
