@@ -27,6 +27,21 @@
 //! Sequence numbers count segments. The scoreboard keeps one entry per outstanding
 //! segment with Linux's flags and counters, from which the segments in flight follow:
 //! `pipe = outstanding - sacked - lost + retransmitted` (`tcp_packets_in_flight`).
+//!
+//! This file holds the sender's state, its views and the packet entry point; the
+//! rest is in:
+//!
+//! - `app.rs`: start, the handshake's SYN, the application's writes and close;
+//!   congestion-window validation and restart after idle;
+//! - `ack.rs`: ACK processing (`tcp_ack`), RTT samples, ECN and AccECN feedback;
+//! - `scoreboard.rs`: loss marking, SACK and D-SACK tagging, reordering, RFC 6675
+//!   loss detection;
+//! - `rack.rs`: RACK-TLP (loss detection, reordering window and timer, loss probe);
+//! - `recovery.rs`: the congestion states of `tcp_fastretrans_alert`, PRR, CWR;
+//! - `undo.rs`: undo of spurious reductions (D-SACK, Eifel, F-RTO);
+//! - `timer.rs`: the transmission timer and the retransmission timeout;
+//! - `output.rs`: the send path (data packets, `tcp_write_xmit`, retransmissions,
+//!   the pacing rate and burst size).
 
 use std::collections::VecDeque;
 
@@ -36,21 +51,22 @@ pub use super::cc::CaState;
 use super::cc::{AckSample, AnyCc, CongestionControl, Conn, Window, INFINITE_SSTHRESH};
 use super::minmax::RunningMin;
 use super::pacing::Pacer;
-use super::rate::{RateSample, RateState, TxInfo};
+use super::rate::{RateState, TxInfo};
 use super::rtt::RttEstimator;
 use super::{EcnMode, TcpConfig};
 use crate::packet::{Kind, Packet};
 use crate::rng::SimRng;
 
+mod ack;
+mod app;
 mod output;
 mod rack;
 mod recovery;
 mod scoreboard;
-mod undo;
 mod timer;
+mod undo;
 
-use rack::{Newest, Rack};
-use scoreboard::SackTag;
+use rack::Rack;
 
 /// SACKed (`TCPCB_SACKED_ACKED`).
 const SACKED: u8 = 1;
@@ -77,9 +93,6 @@ const F_DSACK_TLP: u32 = 0x20000;
 const F_NOT_DUP: u32 = F_WIN_UPDATE | F_DATA_ACKED;
 const F_CA_ALERT: u32 = F_DATA_SACKED | F_ECE | F_DSACKING_ACK;
 const F_FORWARD_PROGRESS: u32 = F_DATA_ACKED | F_DATA_SACKED;
-
-/// Linux `sysctl_tcp_min_rtt_wlen`: the minimum RTT is the least over 300 s.
-const MIN_RTT_WINDOW: Duration = Duration::from_secs(300);
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Seg {
@@ -369,137 +382,6 @@ impl TcpSender {
         self.cc.set_rng(rng);
     }
 
-    // ---- the application ---------------------------------------------------
-
-    /// Start the connection with `bytes` to send (`None`: unlimited, a bulk transfer).
-    pub fn start(&mut self, now: Time, bytes: Option<u64>, out: &mut Vec<Packet>) {
-        debug_assert_eq!(self.state, State::Idle);
-        self.started_at = Some(now);
-        self.snd_cwnd_stamp = now;
-        match bytes {
-            None => self.app_segments = u64::MAX,
-            Some(b) => self.push_message(b),
-        }
-        if self.cfg.handshake {
-            self.state = State::SynSent;
-            self.send_syn(now, out);
-        } else {
-            // Without a handshake, ECN is as configured (both ends share the setting).
-            let mode = self.cfg.ecn_mode();
-            (self.ecn_ok, self.accecn) = (mode != EcnMode::Off, mode == EcnMode::AccEcn);
-            self.established(now);
-            self.push(now, out, Rexmit::None);
-        }
-    }
-
-    /// The connection is open: the congestion control starts (`tcp_init_transfer`),
-    /// with the handshake's RTT if there was one.
-    fn established(&mut self, now: Time) {
-        self.state = State::Established;
-        let c = self.conn(now);
-        self.cc.on_init(&mut self.w, &c);
-        // pacing if configured or asked for by the controller (`SK_PACING_NEEDED`)
-        self.pacer.on = self.cfg.pacing || self.cc.pacing_rate().is_some();
-        if self.pacer.on {
-            self.update_pacing_rate();
-        }
-    }
-
-    /// Segments needed for `bytes` of payload.
-    pub fn segments_for(&self, bytes: u64) -> u64 {
-        bytes.max(1).div_ceil(self.cfg.mss.0)
-    }
-
-    fn push_message(&mut self, bytes: u64) {
-        let mss = self.cfg.mss.0;
-        let b = bytes.max(1);
-        let n = self.segments_for(b);
-        let start = if self.app_segments == u64::MAX { self.snd_nxt } else { self.app_segments };
-        self.app_segments = start + n;
-        self.msgs.push_back((self.app_segments, (b - (n - 1) * mss) as u32));
-    }
-
-    /// The application writes `bytes` more on an open connection (HTTP/1.1: the next
-    /// response on a persistent connection). After an idle period longer than the
-    /// RTO, cwnd restarts (Linux `tcp_slow_start_after_idle_check`, RFC 2861).
-    pub fn send_more(&mut self, now: Time, bytes: u64, out: &mut Vec<Packet>) {
-        debug_assert!(self.app_segments != u64::MAX, "a bulk sender has unlimited data already");
-        if self.rate_cc {
-            // `tcp_rate_check_app_limited` on the application's write
-            let (pipe, cwnd) = (self.pipe(), self.cwnd_segments());
-            self.rate.check_app_limited(self.snd_nxt >= self.app_segments, pipe, cwnd, self.lost_out, self.retrans_out);
-        }
-        // Linux leaves a controller that sets cwnd itself alone
-        // (`tcp_slow_start_after_idle_check`)
-        if matches!(self.state, State::Established | State::Done) && self.cfg.slow_start_after_idle && self.outstanding() == 0 && !self.rate_cc {
-            let idle = now.saturating_since(self.last_send);
-            if idle > self.rtt.rto() {
-                self.cwnd_restart(now, idle);
-            }
-        }
-        self.push_message(bytes);
-        if self.state == State::Done {
-            self.state = State::Established;
-            self.finished_at = None;
-        }
-        self.push(now, out, Rexmit::None);
-    }
-
-    /// Linux `tcp_cwnd_restart` (RFC 2861 §3): halve cwnd for every RTO of idle time,
-    /// not below the initial window; ssthresh keeps at least 3/4 of the old cwnd.
-    fn cwnd_restart(&mut self, now: Time, idle: Duration) {
-        self.w.ssthresh = self.current_ssthresh();
-        let restart = (self.cfg.initial_window as f64).min(self.w.cwnd);
-        let mut cwnd = self.w.cwnd as u64;
-        let rto = self.rtt.rto().as_nanos().max(1);
-        let mut delta = idle.as_nanos() as i128;
-        loop {
-            delta -= rto as i128;
-            if delta <= 0 || (cwnd as f64) <= restart {
-                break;
-            }
-            cwnd >>= 1;
-        }
-        self.w.cwnd = (cwnd as f64).max(restart);
-        self.snd_cwnd_stamp = now;
-        self.snd_cwnd_used = 0;
-    }
-
-    /// The application stops writing (a bulk flow leaves): what was sent is still
-    /// delivered, then the sender is done.
-    pub fn close(&mut self, now: Time) {
-        if self.app_segments == u64::MAX {
-            self.app_segments = self.snd_nxt;
-            self.msgs.push_back((self.snd_nxt, self.cfg.mss.0 as u32));
-        }
-        if self.state == State::Established && self.snd_una >= self.app_segments {
-            self.state = State::Done;
-            self.finished_at = Some(now);
-            self.pending = Pending::None;
-            self.pace_at = None;
-        }
-    }
-
-    /// Segments the application has handed over so far (u64::MAX: unlimited).
-    pub fn app_segments(&self) -> u64 {
-        self.app_segments
-    }
-
-    fn send_syn(&mut self, now: Time, out: &mut Vec<Packet>) {
-        self.syn_sent_at = now;
-        let mut syn = Packet::new(0, self.flow, Kind::Syn, self.cfg.header.0 as u32, now);
-        // RFC 3168 §6.1.1: an ECN-setup SYN carries ECE and CWR; RFC 9768 §3.1.1: an
-        // AccECN-setup SYN all three of AE, CWR and ECE.
-        match self.cfg.ecn_mode() {
-            EcnMode::Off => {}
-            EcnMode::Rfc3168 => syn.set_ace(0b011),
-            EcnMode::AccEcn => syn.set_ace(0b111),
-        }
-        out.push(syn);
-        let rto = self.rtt.rto();
-        self.set_timer(Pending::Rto, now, rto);
-    }
-
     // ---- views --------------------------------------------------------------
 
     /// Segments in flight (RFC 6675 `pipe`; Linux `tcp_packets_in_flight`).
@@ -626,42 +508,7 @@ impl TcpSender {
         }
     }
 
-
-    /// Linux `tcp_cwnd_validate` (RFC 7661): remember whether cwnd limited the current
-    /// window; a window not fully used for an RTO shrinks toward what was used.
-    fn cwnd_validate(&mut self, now: Time, is_cwnd_limited: bool) {
-        let out = self.outstanding();
-        if self.snd_una >= self.cwnd_usage_seq || is_cwnd_limited || (!self.is_cwnd_limited && out > self.max_packets_out) {
-            self.is_cwnd_limited = is_cwnd_limited;
-            self.max_packets_out = out;
-            self.cwnd_usage_seq = self.snd_nxt;
-        }
-        if self.cwnd_limited() {
-            self.snd_cwnd_used = 0;
-            self.snd_cwnd_stamp = now;
-        } else {
-            self.snd_cwnd_used = self.snd_cwnd_used.max(out);
-            if self.cfg.slow_start_after_idle && now.saturating_since(self.snd_cwnd_stamp) >= self.rtt.rto() && !self.rate_cc {
-                self.cwnd_application_limited(now);
-            }
-        }
-    }
-
-    /// Linux `tcp_cwnd_application_limited` (RFC 2861 §3): a window the sender did
-    /// not fill for an RTO shrinks to the mean of itself and what was used.
-    fn cwnd_application_limited(&mut self, now: Time) {
-        if self.ca_state == CaState::Open {
-            let used = self.snd_cwnd_used.max(self.cfg.initial_window as u64);
-            if (used as f64) < self.w.cwnd {
-                self.w.ssthresh = self.current_ssthresh();
-                self.w.cwnd = ((self.w.cwnd as u64 + used) >> 1) as f64;
-            }
-            self.snd_cwnd_used = 0;
-        }
-        self.snd_cwnd_stamp = now;
-    }
-
-    // ---- ACK processing (Linux tcp_ack) -------------------------------------------
+    // ---- packets from the receiver (processed in ack.rs) ----------------------------
 
     /// An ACK or SYN-ACK for this connection.
     pub fn on_packet(&mut self, p: &Packet, now: Time, out: &mut Vec<Packet>) {
@@ -689,285 +536,6 @@ impl TcpSender {
             (State::Established, Kind::Ack) => self.on_ack(p, now, out),
             _ => {}
         }
-    }
-
-    /// A new RTT measurement for the congestion control and the minimum RTT
-    /// (Linux `tcp_update_rtt_min`: the least over 300 s).
-    fn note_rtt(&mut self, r: Duration, now: Time) {
-        self.last_rtt = Some(r);
-        let r = r.max(Duration::from_nanos(1));
-        let f = self.min_rtt_filter.get_or_insert_with(|| RunningMin::new(now.as_nanos(), r.as_nanos() as f64));
-        let m = f.update(MIN_RTT_WINDOW.as_nanos(), now.as_nanos(), r.as_nanos() as f64);
-        self.min_rtt = Some(Duration::from_nanos(m as u64));
-    }
-
-    /// The segments this ACK reports CE-marked, and whether it signals congestion
-    /// by ECN: RFC 3168 feedback counts every segment an ECE-carrying ACK delivers
-    /// (Linux `tcp_count_delivered`); AccECN reads the ACE field's increase (RFC 9768
-    /// §3.2.2.5, Linux `__tcp_accecn_process`), of an ACK that made progress.
-    fn ecn_feedback(&mut self, a: &Packet, delivered: u64, progress: bool) -> (u32, bool) {
-        if !self.ecn_ok {
-            return (0, false);
-        }
-        if !self.accecn {
-            let ce = if a.ece() { delivered } else { 0 };
-            self.delivered_ce += ce;
-            return (ce as u32, a.ece());
-        }
-        if !progress {
-            return (0, false);
-        }
-        // The ACE field counts CE-marked segments from 5 (TCP_ACCECN_CEP_INIT_OFFSET),
-        // modulo 8.
-        let mut delta = (a.ace() as u64).wrapping_sub(5).wrapping_sub(self.delivered_ce) & 7;
-        if delivered > 7 {
-            // More than 7 segments delivered: the counter may have wrapped. Without
-            // the AccECN option's byte counters, assume as many wraps as the count
-            // allows (RFC 9768 Appendix A.2.1's safety, Linux's `safe_delta`).
-            delta = delivered - ((delivered - delta) & 7);
-        }
-        self.delivered_ce += delta;
-        (delta as u32, delta > 0)
-    }
-
-    fn on_ack(&mut self, a: &Packet, now: Time, out: &mut Vec<Packet>) {
-        // RFC 7323: the ACK's timestamp is newer than any seen (Linux FLAG_TS_PROGRESS)
-        let ts_progress = a.sent_at.as_nanos() > self.ts_recent;
-        self.ts_recent = self.ts_recent.max(a.sent_at.as_nanos());
-        self.ts_ecr = a.ts_echo;
-        let ack = a.seq.min(self.snd_nxt);
-        let prior_snd_una = self.snd_una;
-        let prior_rwnd = self.rwnd_segments;
-        let prior_packets = self.outstanding();
-        let prior_delivered = self.delivered;
-        let prior_lost = self.lost_total;
-        let prior_sacked = self.sacked_out;
-        let prior_fack = if self.cfg.sack { self.highest_sacked.max(self.snd_una) } else { self.snd_una };
-        let mut rs = Newest::default();
-        let mut rate = RateSample::default();
-        let prior_in_flight = self.pipe();
-        let mut rexmit = Rexmit::None;
-        let mut flag = 0u32;
-        if ack < prior_snd_una {
-            return; // an old ACK (the path does not reorder)
-        }
-        self.rwnd_segments = match self.cfg.receive_window {
-            None => a.rwnd / self.cfg.mss.0,
-            Some(w) => (a.rwnd / self.cfg.mss.0).min(w.0 / self.cfg.mss.0),
-        };
-        if ack > prior_snd_una {
-            flag |= F_SND_UNA_ADVANCED | F_WIN_UPDATE;
-            self.retransmits_in_row = 0;
-        } else if self.rwnd_segments != prior_rwnd {
-            flag |= F_WIN_UPDATE;
-        }
-        if self.ecn_ok && !self.accecn && a.ece() {
-            // RFC 3168 feedback (`tcp_ecn_rcv_ecn_echo`); AccECN's comes from the ACE
-            // counter once the ACK's deliveries are counted (below)
-            flag |= F_ECE;
-        }
-
-        // 1. SACK blocks (RFC 2018, RFC 2883)
-        let mut st = SackTag { reord: self.snd_nxt, ..SackTag::default() };
-        if self.cfg.sack && !a.sack.is_empty() {
-            st = self.sacktag(a, ack, prior_snd_una, now, &mut rs, &mut rate);
-            flag |= st.flag;
-        }
-        self.delivered += st.delivered;
-
-        // 2. Cumulative ACK (tcp_clean_rtx_queue)
-        let mut first_ackt: Option<Time> = None;
-        let mut last_ackt: Option<Time> = None;
-        let mut reord = self.snd_nxt;
-        let mut pkts_acked = 0u64;
-        let mut runt = false;
-        if prior_packets > 0 && ack > self.snd_una {
-            for seq in self.snd_una..ack {
-                if self.rate_cc {
-                    // the front entries (snd_una moves after the loop)
-                    let s = self.board[0];
-                    let mut tx = self.rate_tx.pop_front().expect("rate entry");
-                    self.rate.on_delivered(&mut tx, s.sent_at, seq + 1, s.flags & EVER_RETRANS != 0, false, &mut rate);
-                }
-                let s = self.board.pop_front().expect("scoreboard entry");
-                if s.flags & EVER_RETRANS != 0 {
-                    flag |= F_RETRANS_DATA_ACKED;
-                } else if s.flags & SACKED == 0 {
-                    last_ackt = Some(s.sent_at);
-                    first_ackt.get_or_insert(s.sent_at);
-                    reord = reord.min(seq);
-                    if seq < self.high_seq {
-                        flag |= F_ORIG_SACK_ACKED;
-                    }
-                }
-                if s.flags & SACKED != 0 {
-                    self.sacked_out -= 1;
-                } else if self.cfg.sack {
-                    self.delivered += 1;
-                    // Eifel (RFC 3522): a retransmission acked for its original is
-                    // no RACK delivery time
-                    let spurious = s.flags & EVER_RETRANS != 0 && self.ts_ecr > 0 && self.ts_ecr < s.sent_at.as_nanos();
-                    if !spurious {
-                        self.rack_advance(s.flags, seq + 1, s.sent_at, now);
-                    }
-                }
-                self.release_loss_flags(s.flags);
-                pkts_acked += 1;
-                if s.flags & SACKED == 0 {
-                    rs.note(s.sent_at, seq + 1, s.delivered);
-                }
-                let payload = self.payload(seq);
-                runt = payload < self.cfg.mss.0 as u32;
-                self.stats.bytes_acked += payload as u64;
-                flag |= F_DATA_ACKED;
-            }
-            self.snd_una = ack;
-            while self.msgs.front().is_some_and(|&(end, _)| end <= ack) {
-                self.msgs.pop_front();
-            }
-            while self.tsorted.front().is_some_and(|&(_, seq)| seq < ack) {
-                self.tsorted.pop_front();
-            }
-            self.retx_hint = self.retx_hint.max(ack);
-        }
-        // RTT samples (tcp_ack_update_rtt): the oldest newly acked segment sent once
-        // (Karn), else the oldest newly SACKed one, else the timestamp echo of an
-        // ACK of new data (RFC 7323 §4.1); the congestion control sees the newest.
-        let mut seq_rtt = None;
-        let mut ca_rtt = None;
-        if let (Some(f), Some(l)) = (first_ackt, last_ackt) {
-            if flag & F_RETRANS_DATA_ACKED == 0 {
-                seq_rtt = Some(now.saturating_since(f));
-                ca_rtt = Some(now.saturating_since(l));
-                if pkts_acked == 1 && runt && prior_sacked == 0 && rs.prior_delivered + 1 == self.delivered && flag & F_CA_ALERT == 0 {
-                    flag |= F_ACK_MAYBE_DELAYED;
-                }
-            }
-        }
-        let mut sack_rtt = None;
-        if let (Some(f), Some(l)) = (st.first_sackt, st.last_sackt) {
-            sack_rtt = Some(now.saturating_since(f));
-            ca_rtt = Some(now.saturating_since(l));
-        }
-        let mut seq_rtt = seq_rtt.or(sack_rtt);
-        if seq_rtt.is_none() && self.ts_ecr > 0 && flag & F_DATA_ACKED != 0 {
-            let r = now.saturating_since(Time::from_nanos(self.ts_ecr));
-            seq_rtt = Some(r);
-            ca_rtt = Some(r);
-        }
-        let mut rtt_update = false;
-        if let (Some(r), Some(c)) = (seq_rtt, ca_rtt) {
-            if !(flag & F_ACK_MAYBE_DELAYED != 0 && self.min_rtt.is_some_and(|m| c > m)) {
-                self.note_rtt(c, now);
-            } else {
-                self.last_rtt = Some(c);
-            }
-            self.rtt.sample(r, self.snd_una, self.snd_nxt);
-            rtt_update = true;
-        }
-        if flag & F_DATA_ACKED != 0 {
-            flag |= F_SET_XMIT_TIMER;
-            if !self.cfg.sack {
-                // Linux tcp_remove_reno_sacks: one ACK acked the hole, the rest ate
-                // duplicate ACKs
-                let d = pkts_acked.saturating_sub(self.reno_sacked).max(1);
-                self.delivered += d;
-                self.reno_sacked = self.reno_sacked.saturating_sub(pkts_acked.saturating_sub(1));
-                if flag & F_RETRANS_DATA_ACKED != 0 {
-                    flag &= !F_ORIG_SACK_ACKED;
-                }
-            } else if reord < prior_fack {
-                self.check_sack_reordering(reord);
-            }
-        } else if let (Some(head), true, Some(sr)) = (self.board.front(), rtt_update, sack_rtt) {
-            // do not re-arm the RTO from data sent after the oldest segment's last
-            // transmission (else it could go on extending in recovery)
-            if sr > now.saturating_since(head.sent_at) {
-                flag |= F_SET_XMIT_TIMER;
-            }
-        }
-        if flag & F_DATA_ACKED != 0 && a.ts_echo > 0 {
-            // RFC 7323 TSval − TSecr: the forward one-way delay on the simulator's one
-            // clock (plus any delayed-ACK hold); delay-based controllers (LEDBAT) use it.
-            self.cc.on_delay(a.sent_at.saturating_since(Time::from_nanos(a.ts_echo)), now);
-        }
-        // the ACK's ECN feedback (Linux `tcp_accecn_process`, `tcp_count_delivered`)
-        let delivered_so_far = self.delivered - prior_delivered;
-        let (ce, ece) = self.ecn_feedback(a, delivered_so_far, delivered_so_far > 0 || ts_progress);
-        if ece {
-            flag |= F_ECE;
-        }
-        // the congestion control's per-ACK sample (pkts_acked), then `in_ack_event`
-        let mut s = self.view(now);
-        s.rtt = ca_rtt;
-        s.acked = delivered_so_far as u32;
-        (s.ce, s.ece) = (ce, ece);
-        if prior_packets > 0 {
-            self.cc.on_rtt(&mut self.w, &s);
-        }
-        self.cc.in_ack_event(&self.w, &s);
-
-        self.rack_update_reo_wnd(rs.prior_delivered);
-        if self.tlp_high_seq.is_some() {
-            self.process_tlp_ack(now, ack, flag);
-        }
-
-        // 3. The congestion state (tcp_ack_is_dubious -> tcp_fastretrans_alert)
-        let mut delivered_extra = 0u64;
-        let dupack_candidate = flag & (F_SND_UNA_ADVANCED | F_NOT_DUP | F_DSACKING_ACK) == 0 && prior_packets > 0;
-        if flag & F_NOT_DUP == 0 || flag & F_CA_ALERT != 0 || self.ca_state != CaState::Open {
-            let num_dupack = dupack_candidate as u64;
-            self.fastretrans_alert(now, prior_snd_una, num_dupack, &mut flag, &mut rexmit, &mut delivered_extra);
-        }
-        self.delivered += delivered_extra;
-        if flag & F_SET_XMIT_TIMER != 0 {
-            self.set_xmit_timer(now);
-        }
-
-        // 4. The window (tcp_cong_control)
-        let delivered = self.delivered - prior_delivered;
-        let lost = self.lost_total - prior_lost;
-        let mut s = self.view(now);
-        s.acked = delivered as u32;
-        s.rtt = ca_rtt;
-        (s.ce, s.ece) = (ce, ece);
-        if self.rate_cc {
-            // a controller that sets cwnd itself does so now, in any state, from the
-            // ACK's delivery-rate sample (`tcp_rate_gen`, then `cong_control`), and may
-            // mark the connection application-limited
-            self.rate.delivered = self.delivered;
-            rate.prior_in_flight = prior_in_flight;
-            rate.rtt = ca_rtt;
-            rate.is_ack_delayed = flag & F_ACK_MAYBE_DELAYED != 0;
-            rate.ece_delta = ce as u64;
-            let min_rtt = self.min_rtt;
-            self.rate.generate(now, delivered, lost, min_rtt, &mut rate);
-            let mut c = self.conn(now);
-            self.cc.cong_control(&mut self.w, &rate, &mut c);
-            self.rate.app_limited = c.app_limited;
-        } else if self.in_cwnd_reduction() {
-            self.cwnd_reduction(delivered, lost, flag);
-        } else {
-            // Linux tcp_may_raise_cwnd: only on an ACK of new data (RFC 5681 §3.1),
-            // or any progress once reordering is high
-            let raise = if self.reordering > self.cfg.dupthresh as u64 { flag & F_FORWARD_PROGRESS != 0 } else { flag & F_DATA_ACKED != 0 };
-            if raise && delivered > 0 {
-                self.cc.on_ack(&mut self.w, &s);
-                self.snd_cwnd_stamp = now;
-            }
-        }
-        if self.pacer.on {
-            self.update_pacing_rate();
-        }
-
-        if self.snd_una >= self.app_segments {
-            self.state = State::Done;
-            self.finished_at = Some(now);
-            self.pending = Pending::None;
-            self.pace_at = None;
-            return;
-        }
-        self.push(now, out, rexmit);
     }
 
     /// Internal consistency of the scoreboard counters (for tests).

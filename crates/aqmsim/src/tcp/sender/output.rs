@@ -5,11 +5,11 @@
 
 use aqm::Time;
 
+use crate::packet::{Kind, Packet};
 use crate::tcp::Recovery;
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::pacing;
 use super::{Pending, Rexmit, Seg, State, TcpSender, EVER_RETRANS, LOST, RETRANS, SACKED};
-use crate::packet::{Kind, Packet};
 
 impl TcpSender {
     pub(super) fn payload(&self, seq: u64) -> u32 {
@@ -130,7 +130,7 @@ impl TcpSender {
         sent
     }
 
-    pub(super) fn send_new(&mut self, seq: u64, now: Time, out: &mut Vec<Packet>) {
+    fn send_new(&mut self, seq: u64, now: Time, out: &mut Vec<Packet>) {
         let prior_out = self.outstanding();
         if self.rate_cc {
             let tx = self.rate.on_sent(now, prior_out);
@@ -189,7 +189,7 @@ impl TcpSender {
         out.push(p);
     }
 
-    pub(super) fn next_lost(&mut self) -> Option<u64> {
+    fn next_lost(&mut self) -> Option<u64> {
         let mut seq = self.retx_hint.max(self.snd_una);
         while seq < self.snd_nxt {
             let f = self.seg(seq).flags;
@@ -263,7 +263,7 @@ impl TcpSender {
     }
 
     /// The fewest segments of a paced burst (`min_tso_segs`).
-    pub(super) fn burst_segments(&self) -> u64 {
+    fn burst_segments(&self) -> u64 {
         // Linux `tcp_tso_segs`: the controller's own burst size, or tcp_tso_autosize
         if let Some(segs) = self.cc.tso_segs() {
             return segs;

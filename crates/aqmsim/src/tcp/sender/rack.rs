@@ -6,15 +6,15 @@
 
 use aqm::{Duration, Time};
 
+use crate::packet::Packet;
 use crate::tcp::cc::CaState;
 use super::{Pending, TcpSender, EVER_RETRANS, F_DATA_SACKED, F_DSACK_TLP, F_NOT_DUP, F_SND_UNA_ADVANCED, LOST, RETRANS, SACKED};
-use crate::packet::Packet;
 
 /// Linux `TCP_TIMEOUT_INIT`: the probe timeout before any RTT sample.
-pub(super) const TIMEOUT_INIT: Duration = Duration::from_secs(1);
+const TIMEOUT_INIT: Duration = Duration::from_secs(1);
 
 /// Linux `TCP_TIMEOUT_MIN_US`: added to the reordering and probe timeouts.
-pub(super) const TIMEOUT_MIN: Duration = Duration::from_millis(2);
+const TIMEOUT_MIN: Duration = Duration::from_millis(2);
 
 /// Linux `TCP_RACK_RECOVERY_THRESH`: recoveries a grown reordering window persists.
 pub(super) const RACK_RECOVERY_THRESH: u8 = 16;
@@ -22,7 +22,7 @@ pub(super) const RACK_RECOVERY_THRESH: u8 = 16;
 /// RFC 8985 §6.2 step 2 / Linux `tcp_skb_sent_after`: a segment sent at `t1`
 /// ending at `seq1` was sent after one sent at `t2` ending at `seq2` (the later
 /// end breaks a tie of send times).
-pub(super) fn sent_after(t1: Time, t2: Time, seq1: u64, seq2: u64) -> bool {
+fn sent_after(t1: Time, t2: Time, seq1: u64, seq2: u64) -> bool {
     t1 > t2 || (t1 == t2 && seq1 > seq2)
 }
 
@@ -30,8 +30,8 @@ pub(super) fn sent_after(t1: Time, t2: Time, seq1: u64, seq2: u64) -> bool {
 /// its transmission (Linux `rs->prior_delivered`, from `tcp_rate_skb_delivered`).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Newest {
-    pub(super) sent_at: Option<Time>,
-    pub(super) end_seq: u64,
+    sent_at: Option<Time>,
+    end_seq: u64,
     pub(super) prior_delivered: u64,
 }
 
@@ -47,20 +47,20 @@ impl Newest {
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Rack {
     /// Send time and end of the most recently sent segment delivered.
-    pub(super) xmit_ts: Time,
-    pub(super) end_seq: u64,
+    xmit_ts: Time,
+    end_seq: u64,
     /// RTT of that segment.
-    pub(super) rtt: Duration,
+    rtt: Duration,
     /// New information since the last loss scan.
     pub(super) advanced: bool,
     /// The reordering window, in quarters of the minimum RTT (grows on D-SACKs).
-    pub(super) reo_wnd_steps: u32,
+    reo_wnd_steps: u32,
     /// Recoveries the grown window persists.
     pub(super) reo_wnd_persist: u8,
     /// A D-SACK arrived since the window last grew.
     pub(super) dsack_seen: bool,
     /// `delivered` when the window last grew.
-    pub(super) last_delivered: u64,
+    last_delivered: u64,
 }
 
 impl Default for Rack {
@@ -90,7 +90,7 @@ impl TcpSender {
     /// RFC 8985 §6.2 step 4 / Linux `tcp_rack_reo_wnd`: no reordering window in
     /// recovery or once DupThresh segments are SACKed, unless reordering was seen;
     /// else a quarter of the minimum RTT per step, at most SRTT.
-    pub(super) fn rack_reo_wnd(&self) -> Duration {
+    fn rack_reo_wnd(&self) -> Duration {
         if self.reord_seen == 0 && (self.ca_state >= CaState::Recovery || self.sacked_out >= self.reordering) {
             return Duration::ZERO;
         }
@@ -105,7 +105,7 @@ impl TcpSender {
     }
 
     /// A `tsorted` entry still describes a segment in flight awaiting its verdict.
-    pub(super) fn tsorted_live(&self, t: Time, seq: u64) -> bool {
+    fn tsorted_live(&self, t: Time, seq: u64) -> bool {
         if seq < self.snd_una || seq >= self.snd_nxt {
             return false;
         }
@@ -116,7 +116,7 @@ impl TcpSender {
     /// RFC 8985 §6.2 step 5 / Linux `tcp_rack_detect_loss`: mark lost every segment
     /// sent before the most recent delivery whose RTT plus the reordering window has
     /// passed; returns the longest wait left for the others.
-    pub(super) fn rack_detect_loss(&mut self, now: Time) -> Option<Duration> {
+    fn rack_detect_loss(&mut self, now: Time) -> Option<Duration> {
         let reo_wnd = self.rack_reo_wnd();
         let mut timeout: Option<i128> = None;
         let mut stale = 0;

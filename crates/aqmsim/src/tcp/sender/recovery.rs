@@ -80,7 +80,7 @@ impl TcpSender {
 
     /// Linux `tcp_enter_cwr` (RFC 3168 §6.1.2): reduce once for an ECN echo; no
     /// undo, congestion is proven.
-    pub(super) fn enter_cwr(&mut self, now: Time) {
+    fn enter_cwr(&mut self, now: Time) {
         self.prior_ssthresh = 0.0;
         if self.ca_state < CaState::Cwr {
             self.undo_marker = None;
@@ -115,7 +115,7 @@ impl TcpSender {
     }
 
     /// Linux `tcp_try_to_open`.
-    pub(super) fn try_to_open(&mut self, now: Time, flag: u32) {
+    fn try_to_open(&mut self, now: Time, flag: u32) {
         if !self.any_retrans_done() {
             self.retrans_stamp = None;
         }
@@ -129,7 +129,7 @@ impl TcpSender {
 
     /// Linux `tcp_add_reno_sack`: without SACK, a duplicate ACK stands for one
     /// segment delivered (at most outstanding less the holes).
-    pub(super) fn add_reno_sack(&mut self, num_dupack: u64, delivered: &mut u64) {
+    fn add_reno_sack(&mut self, num_dupack: u64, delivered: &mut u64) {
         if num_dupack == 0 {
             return;
         }
@@ -142,7 +142,7 @@ impl TcpSender {
 
     /// Linux `tcp_newreno_mark_lost` (RFC 6582): DupThresh duplicate ACKs mark the
     /// oldest segment lost; in recovery, so does each partial ACK.
-    pub(super) fn newreno_mark_lost(&mut self, advanced: bool) {
+    fn newreno_mark_lost(&mut self, advanced: bool) {
         if self.outstanding() == 0 {
             return;
         }
@@ -155,7 +155,7 @@ impl TcpSender {
     }
 
     /// Linux `tcp_identify_packet_loss`.
-    pub(super) fn identify_packet_loss(&mut self, now: Time, flag: &mut u32) {
+    fn identify_packet_loss(&mut self, now: Time, flag: &mut u32) {
         if self.outstanding() == 0 {
             return;
         }
@@ -184,7 +184,7 @@ impl TcpSender {
 
     /// Linux `tcp_process_loss`: an ACK in the Loss state, with F-RTO (RFC 5682
     /// §3.1, the SACK-enhanced version).
-    pub(super) fn process_loss(&mut self, now: Time, flag: u32, num_dupack: u64, rexmit: &mut Rexmit, delivered: &mut u64) {
+    fn process_loss(&mut self, now: Time, flag: u32, num_dupack: u64, rexmit: &mut Rexmit, delivered: &mut u64) {
         let recovered = self.snd_una >= self.high_seq;
         if flag & F_SND_UNA_ADVANCED != 0 && self.try_undo_loss(now, false) {
             return;
@@ -311,7 +311,7 @@ impl TcpSender {
 
     /// The default branch of `tcp_fastretrans_alert` (Open, Disorder, CWR, and Loss
     /// once undone or with lost retransmissions): false if no loss is evident.
-    pub(super) fn alert_default(&mut self, now: Time, num_dupack: u64, ece_ack: bool, flag: &mut u32, delivered: &mut u64) -> bool {
+    fn alert_default(&mut self, now: Time, num_dupack: u64, ece_ack: bool, flag: &mut u32, delivered: &mut u64) -> bool {
         if !self.cfg.sack {
             if *flag & F_SND_UNA_ADVANCED != 0 {
                 self.reno_sacked = 0;

@@ -5,11 +5,11 @@
 
 use aqm::Time;
 
-use crate::tcp::cc::CaState;
-use super::rack::Newest;
-use crate::tcp::rate::RateSample;
-use super::{TcpSender, EVER_RETRANS, F_DATA_SACKED, F_DSACKING_ACK, F_DSACK_TLP, F_ORIG_SACK_ACKED, LOST, RETRANS, SACKED};
 use crate::packet::Packet;
+use crate::tcp::cc::CaState;
+use crate::tcp::rate::RateSample;
+use super::rack::Newest;
+use super::{TcpSender, EVER_RETRANS, F_DATA_SACKED, F_DSACKING_ACK, F_DSACK_TLP, F_ORIG_SACK_ACKED, LOST, RETRANS, SACKED};
 
 /// Linux `sysctl_tcp_max_reordering`.
 const MAX_REORDERING: u64 = 300;

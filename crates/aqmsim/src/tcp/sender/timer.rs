@@ -4,15 +4,15 @@
 
 use aqm::{Duration, Time};
 
+use crate::packet::Packet;
 use crate::tcp::Recovery;
 use crate::tcp::cc::{CaState, CongestionControl};
 use super::{Pending, Rexmit, State, TcpSender, LOST, RETRANS, SACKED};
-use crate::packet::Packet;
 
 impl TcpSender {
     /// A timer `d` from `now` on Linux's clock (`inet_csk_reset_xmit_timer` on
     /// jiffies): it fires on the tick `ceil(d / tick)` ticks after the current one.
-    pub(super) fn timer_deadline(&self, now: Time, d: Duration) -> Time {
+    fn timer_deadline(&self, now: Time, d: Duration) -> Time {
         let g = self.cfg.tick.as_nanos();
         if g <= 1 {
             return now + d;
@@ -87,7 +87,7 @@ impl TcpSender {
     /// §3.1): every segment whose RACK timeout has passed (the oldest always) is
     /// lost; ssthresh is reduced once per episode; cwnd = in flight + 1; the oldest
     /// segment goes again; the RTO doubles; F-RTO starts.
-    pub(super) fn on_rto(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn on_rto(&mut self, now: Time, out: &mut Vec<Packet>) {
         if self.outstanding() == 0 {
             return;
         }

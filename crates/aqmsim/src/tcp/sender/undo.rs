@@ -25,18 +25,18 @@ impl TcpSender {
 
     /// Eifel detection (RFC 3522; Linux `tcp_packet_delayed`): the ACK echoes a
     /// timestamp from before the first retransmission, so an original was delivered.
-    pub(super) fn packet_delayed(&self) -> bool {
+    fn packet_delayed(&self) -> bool {
         self.retrans_stamp.is_some_and(|t| self.ts_ecr > 0 && self.ts_ecr < t.as_nanos())
     }
 
     /// Linux `tcp_may_undo`.
-    pub(super) fn may_undo(&self) -> bool {
+    fn may_undo(&self) -> bool {
         self.undo_marker.is_some() && (self.undo_retrans == 0 || self.packet_delayed())
     }
 
     /// Linux `tcp_undo_cwnd_reduction`: restore cwnd (the controller's undo) and
     /// ssthresh; with `unmark_loss`, no segment is lost any more.
-    pub(super) fn undo_cwnd_reduction(&mut self, now: Time, unmark_loss: bool) {
+    fn undo_cwnd_reduction(&mut self, now: Time, unmark_loss: bool) {
         if unmark_loss {
             for s in self.board.iter_mut() {
                 s.flags &= !LOST;
@@ -62,7 +62,7 @@ impl TcpSender {
 
     /// Without SACK, hold the state until something above high_seq is acked (RFC
     /// 6582 §4; Linux `tcp_is_non_sack_preventing_reopen`).
-    pub(super) fn non_sack_preventing_reopen(&mut self) -> bool {
+    fn non_sack_preventing_reopen(&mut self) -> bool {
         if self.snd_una == self.high_seq && !self.cfg.sack {
             if !self.any_retrans_done() {
                 self.retrans_stamp = None;
