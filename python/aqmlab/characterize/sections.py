@@ -296,7 +296,7 @@ SECTIONS: list[Section] = [
             "3 CUBIC flows with 1460-byte segments beside 3 with 536-byte segments; the goodput and loss of each class.",
             s44, figures=[("s4.4-goodput", "goodput", {}), ("s4.4-classes", "class_metrics", {})]),
     Section("4.5", "Interaction with ECN", "Compare ECN marking with dropping for the same load; for AQMs that know L4S, ECT(1) senders.",
-            "5 CUBIC flows without ECN (the AQM drops) and with ECN (the AQM marks, where it has an `ecn` parameter; an AQM without one drops ECN-capable packets too). ECT(1), where the AQM has an L4S queue (DualPI2): one TCP Prague flow (ECT(1), the L queue) beside one CUBIC flow with ECN (ECT(0), the C queue).",
+            "5 CUBIC flows without ECN (the AQM drops) and with ECN (the AQM marks: its `ecn` switch turned on where it has one; DualPI2 and CAKE mark always; an AQM that cannot mark, such as DropTail, drops ECN-capable packets too). ECT(1), where the AQM has an L4S queue (DualPI2): one TCP Prague flow (ECT(1), the L queue) beside one CUBIC flow with ECN (ECT(0), the C queue).",
             s45, figures=[("s4.5-queue-delay", "queue_delay_cdf", {"facet": "signal"}), ("s4.5-causes", "causes_time", {})]),
     Section("4.6", "Interaction with Scheduling", "Characterize the AQM alone and under a scheduler (fair queuing), e.g. its FQ form.",
             "4 CUBIC flows and a sparse 87 kb/s CBR flow, under the AQM alone and under its FQ form (CoDel -> FQ-CoDel, PIE -> FQ-PIE, COBALT -> CAKE).",
