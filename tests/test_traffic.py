@@ -134,7 +134,7 @@ def test_scenario_errors_name_the_new_fields():
         "bottleneck.trace={ ms = [3, 1] }": "bottleneck.trace.ms",
         "flows.4.path.flow_delay={ exponential = \"5ms\" }": "flows[4].path.flow_delay",
         "record.flow_trace=[99]": "record.flow_trace[0]",
-        "bottleneck.reverse_aqm.kind=blue": "bottleneck.reverse_aqm.kind",
+        "bottleneck.reverse_aqm.kind=nosuch": "bottleneck.reverse_aqm.kind",
     }
     for setting, path in cases.items():
         if path is None:

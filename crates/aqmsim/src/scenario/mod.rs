@@ -1032,8 +1032,8 @@ mod tests {
         assert!(e.starts_with("bottleneck.rate:") && e.contains("\"10\"") && e.contains("unit"), "{e}");
         let e = error(&["bottleneck.delay=\"-5ms\""]);
         assert!(e.starts_with("bottleneck.delay:") && e.contains("-5ms"), "{e}");
-        let e = error(&["bottleneck.aqm.kind=\"blue\""]);
-        assert!(e.starts_with("bottleneck.aqm.kind:") && e.contains("blue"), "{e}");
+        let e = error(&["bottleneck.aqm.kind=\"nosuch\""]);
+        assert!(e.starts_with("bottleneck.aqm.kind:") && e.contains("nosuch"), "{e}");
         let e = error(&["bottleneck.buffer=\"0pkts\""]);
         assert!(e.starts_with("bottleneck.buffer:") && e.contains("zero"), "{e}");
         let e = error(&["bottleneck.aqm.target=\"-1ms\""]);
