@@ -100,6 +100,15 @@ pub fn plan(sc: &Scenario) -> Result<Plan, ScenarioError> {
                     }
                     App::Downloads { sizes, thinks_ns: thinks, persistent: d.connection == Connection::Persistent }
                 }
+                // a kind added to the simulator's registry runs in the simulator until
+                // the emulator has a traffic program for it
+                #[allow(unreachable_patterns)]
+                other => {
+                    return Err(ScenarioError {
+                        path: format!("flows[{gi}].kind"),
+                        message: format!("`aqmlab emulate` has no traffic program for \"{}\": it runs in the simulator only", other.kind()),
+                    })
+                }
             };
             let (cc, ecn) = match (&g.traffic, g.traffic.tcp()) {
                 (TrafficSpec::Cbr(c), _) => (None, c.ecn),
