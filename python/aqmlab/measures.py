@@ -387,7 +387,7 @@ def summarize(result: Any) -> dict[str, Any]:
                 if qd is not None:
                     by_link[ln["name"]] = qd
             c["queue_delay_ms_by_link"] = by_link
-        if g["kind"] == "cbr":
+        if g["kind"] in kinds_of("datagrams"):
             d = np.isin(dg["flow"], ids) & (dg["time_ns"] >= warmup_ns)
             c["rate_kbps"] = g["rate_bps"] / 1e3 if g.get("rate_bps") else None
             c["datagrams"] = {"sent": int(sent), "received": int(np.isin(dg["flow"], ids).sum()), "dropped": int(dropped)}
@@ -927,7 +927,7 @@ def tcp_goodput(run: Any) -> float | None:
     ts = run.table("timeseries", ["time_s", "flow", "goodput_mbps"], [("scope", "=", "flow")])
     if fl is None or ts is None or ts.empty:
         return None
-    ids = set(fl.loc[fl["kind"].astype(str) != "cbr", "flow"].tolist())
+    ids = set(fl.loc[~fl["kind"].astype(str).isin(kinds_of("datagrams")), "flow"].tolist())
     w0, end = warmup_s(run), float(run.summary["sim_seconds"])
     interval = (setting_ns(run, "record.interval", 10**8) or 10**8) / 1e9
     sel = ts["flow"].isin(ids) & (ts["time_s"] > w0 + 1e-9)
