@@ -116,7 +116,9 @@ impl<'de> Deserialize<'de> for StartSpec {
         match TimeDist::deserialize(d)? {
             TimeDist::Fixed(t) => Ok(StartSpec::At(t)),
             TimeDist::Uniform(a, b) => Ok(StartSpec::Uniform(a, b)),
-            TimeDist::Exponential(_) => Err(de::Error::custom("a start time is a time or { uniform = [from, to] }, not a distribution without bounds")),
+            TimeDist::Exponential(_) | TimeDist::Pareto(_) => {
+                Err(de::Error::custom("a start time is a time or { uniform = [from, to] }, not a distribution without bounds"))
+            }
         }
     }
 }
@@ -518,7 +520,7 @@ fn parse_group(path: &str, v: toml::Value) -> Result<FlowGroupSpec, ScenarioErro
             return Err(err(format!("{path}.path.{key}"), "must not be empty: a host name"));
         }
     }
-    if let Some(TimeDist::Exponential(_)) = common.path.flow_delay {
+    if common.path.flow_delay.as_ref().is_some_and(|d| d.max().is_none()) {
         return Err(err(format!("{path}.path.flow_delay"), "must be bounded: a fixed time or { uniform = [a, b] }"));
     }
     // `receiver = "palermo"` is shorthand for `receiver = { kind = "palermo" }`.
