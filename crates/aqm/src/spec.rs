@@ -131,6 +131,7 @@ registry! {
     "fq_pie" => FqPie(crate::fq_pie::FqPieParams),
     "cobalt" => Cobalt(crate::cobalt::CobaltParams),
     "cake" => Cake(crate::cake::CakeParams),
+    "blue" => Blue(crate::blue::BlueParams),
 }
 
 impl Default for AqmSpec {
