@@ -13,6 +13,7 @@
 pub mod bulk;
 pub mod cbr;
 pub mod downloads;
+pub mod onoff;
 pub mod tcp_flow;
 
 use aqm::Time;
@@ -228,4 +229,5 @@ registry! {
     "files" => Files(downloads::FilesSpec),
     "web" => Web(downloads::WebSpec),
     "transfer" => Transfer(downloads::TransferSpec),
+    "onoff" => OnOff(onoff::OnOffSpec),
 }
