@@ -219,6 +219,18 @@ mod tests {
     }
 
     #[test]
+    fn a_kind_without_a_traffic_program_is_refused_naming_the_group() {
+        let sc = Scenario::from_toml(
+            "duration = \"5s\"\n[bottleneck]\nrate = \"10Mbps\"\ndelay = \"10ms\"\nbuffer = \"10pkts\"\n[[flows]]\nname = \"b\"\n[[flows]]\nname = \"o\"\nkind = \"onoff\"\nrate = \"1Mbps\"\n",
+            &[],
+        )
+        .unwrap();
+        let e = plan(&sc).unwrap_err();
+        assert_eq!(e.path, "flows[1].kind");
+        assert!(e.message.contains("\"onoff\"") && !e.message.contains('\n'), "{}", e.message);
+    }
+
+    #[test]
     fn linux_names_of_the_congestion_controls() {
         let p = plan(&scenario("tcp = { cc = \"newreno\" }")).unwrap();
         assert_eq!(p.flows[0].cc, Some("cubic"));
