@@ -11,8 +11,11 @@ would), waits (every fifth time a random moment in its start-up, otherwise until
 process group as a terminal's Ctrl-C does) or SIGTERM; some interruptions send a
 second SIGINT shortly after the first (the forced exit). After each it checks:
 
-* the exit code: 130 (SIGINT), 143 (SIGTERM), or 0 if the sweep had finished (or the
-  process killed by the signal itself, if it came before the interpreter had started);
+* the exit code: 130 (SIGINT), 143 (SIGTERM), or 0 if the sweep had finished; or the
+  process killed by the signal itself (-2, -15: what a shell shows as 130 and 143) when
+  the signal came before aqmlab's handling was installed (the interpreter starting), or,
+  for a second SIGINT, after it was taken down (the interpreter exiting, the one line
+  already printed);
 * stderr: its last line is the one-line message, and there is no traceback;
 * no process of the sweep is left (nothing in its process group);
 * after a clean stop: the index lists as done exactly the runs whose folders are
@@ -146,7 +149,8 @@ def interrupt_once(cmd: list[str], out: Path, total: int, rng: random.Random, k:
     problems = []
     # 128 + the signal after a clean stop; killed by the signal itself (-signal, which
     # a shell shows as the same 128 + signal) when it came before Python had started
-    # aqmlab's handling, while nothing had been done yet
+    # aqmlab's handling, while nothing had been done yet, or (a second SIGINT) while
+    # the interpreter exits after the first was handled
     expected = {0} if sent is None else {0, 128 + int(sent), -int(sent)}
     if p.returncode not in expected:
         problems.append(f"exit code {p.returncode}, expected one of {sorted(expected)}")

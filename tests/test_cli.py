@@ -291,3 +291,27 @@ def test_bench_prints_speed(cli):
     code, out, err = cli("bench", "--set", "duration=10s", "--repeat", "1")
     assert code == 0, err
     assert "events per second" in out and "bottleneck packets per second" in out
+
+
+def test_paper_figures_keep_every_label_inside_the_page(cli, tmp_path):
+    """A paper figure is a 3.5 in column (one panel) or at most a 7.16 in page width,
+    and none of its text (titles, axis labels, tick labels, legend) is cut off."""
+    import aqmlab
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    assert cli("run", "madpie-mix", "--set", "duration=8s", "--set", "metrics.warmup=1s", "--out", "mix", "--no-report")[0] == 0
+    assert cli("run", "madpie-mix", "--set", "duration=8s", "--set", "metrics.warmup=1s", "--set", "bottleneck.aqm.kind=codel",
+               "--out", "mix2", "--no-report")[0] == 0
+    drawn = 0
+    for kind in aqmlab.plots.kinds():
+        fig = aqmlab.plots.figure(kind, [tmp_path / "mix", tmp_path / "mix2"], style="paper")
+        if fig is None:
+            continue
+        w, h = fig.get_size_inches()
+        assert w <= 7.16 + 1e-9, (kind, w)
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        tight = fig.get_tightbbox(canvas.get_renderer())  # inches: every artist drawn, text included
+        assert tight.x0 >= -0.02 and tight.y0 >= -0.02 and tight.x1 <= w + 0.02 and tight.y1 <= h + 0.02, (kind, tight, (w, h))
+        drawn += 1
+    assert drawn >= 8

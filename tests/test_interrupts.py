@@ -134,7 +134,17 @@ def test_a_second_signal_forces_an_exit_at_once_and_kills_the_children(tmp_path)
     assert out[1:] == ["held"], out
     assert p.stderr.strip().startswith("aqmlab: interrupted again (SIGINT): stopped at once"), p.stderr
     child = int(out[0])
-    assert not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+
+    def dead() -> bool:
+        try:
+            return open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+
+    # SIGKILL is delivered when the child next runs: on a loaded machine it can still
+    # be runnable ("R") for a moment after the parent has exited (`sleep 60` left alive
+    # would sleep, "S", for a minute)
+    _wait_for(dead, timeout=10.0)
 
 
 def test_a_first_signal_during_a_protected_section_is_raised_when_it_ends(tmp_path):
@@ -227,3 +237,26 @@ def test_a_signal_swallowed_by_a_finalizer_is_raised_again_at_the_next_check():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert p.stdout.split("\n")[:2] == ["went on", "raised SIGINT"], p.stdout + p.stderr
     assert "Exception ignored" not in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_resumed_sweep_interrupted_before_its_first_run_says_what_was_done_before(tmp_path, monkeypatch, capsys):
+    # found by scripts/sweep_interrupts.py: a resumed sweep stopped in its start-up said
+    # "nothing run yet; the same command starts the sweep" beside runs done earlier
+    import shutil
+
+    from aqmlab import sweeps
+
+    out = tmp_path / "s"
+    argv = ["sweep", "madpie-proof", "--vary", "bottleneck.delay=10ms,20ms", "--set", "duration=2s", "--no-compare", "-q", "--out", str(out)]
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+
+    def stopped(*a, **k):
+        raise interrupts.Interrupted(signal.SIGINT)
+
+    monkeypatch.setattr(sweeps, "run_plan", stopped)
+    assert cli.main(argv) == 130
+    assert capsys.readouterr().err == f"aqmlab: interrupted (SIGINT): no run started; 2 of 2 runs were done before, in {out}; the same command resumes\n"
+    shutil.rmtree(out)  # a new folder
+    assert cli.main(argv) == 130
+    assert capsys.readouterr().err == f"aqmlab: interrupted (SIGINT): nothing run yet; the same command starts the sweep in {out}\n"

@@ -463,7 +463,9 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         for r in plan.runs:
             con.print(f"  {r.name}")
         return 0
-    interrupts.note(f"nothing run yet; the same command starts the sweep in {a.out}")
+    before = sum((Path(a.out) / "runs" / r.name / "summary.json").exists() for r in plan.runs)
+    interrupts.note(f"no run started; {before} of {len(plan)} runs were done before, in {a.out}; the same command resumes" if before
+                    else f"nothing run yet; the same command starts the sweep in {a.out}")
     try:
         res = sw.run_plan(
             plan, a.out, jobs=a.jobs, cluster=a.cluster, reports=a.reports, compare=not a.no_compare,

@@ -241,7 +241,7 @@ def drop_causes(series, opt):
     if len(data) > 1:
         entries += [svg.marker_entry(f"median: {P._label(s, opt)}", s.color, shapes[i % len(shapes)]) for i, (s, _) in enumerate(data)]
     fig.legend(entries)
-    ax.set(xlabel="queueing delay when the drop happened (ms): bar 5th–95th percentile, marker the median", ylabel="share of the drops", ylim=(-0.02, 1.05), xlim=(0, None))
+    ax.set(xlabel="queueing delay at the drop (ms): 5th–95th percentile bar, median marker", ylabel="share of the drops", ylim=(-0.02, 1.05), xlim=(0, None))
     return fig
 
 

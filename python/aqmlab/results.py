@@ -263,6 +263,7 @@ class RunResult(Run):
                 "drops": _arr(f["drops"]),
                 "ack_drops": _arr(f["ack_drops"]),
                 "marks": _arr(f["marks"]),
+                **{f"{d}_{cp}": _arr(f[f"{d}_{cp}"]) for d in ("sent", "received") for cp in measures.ecn_codepoints()},
                 "loss_rate": _arr(np.where(sent > 0, f["drops"] / np.maximum(sent, 1), np.nan)),
                 "min_rtt_ms": _ms(f["min_rtt_ns"]),
                 "srtt_ms": _ms(f["srtt_ns"]),

@@ -413,6 +413,9 @@ impl crate::AqmParams for AredParams {
     fn check(&self) -> Result<(), String> {
         AredParams::validate(self)
     }
+    fn marks_ecn(&self) -> bool {
+        self.ecn
+    }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Ared::new(self, limit)
     }
@@ -440,6 +443,9 @@ impl crate::AqmParams for AredSlidingParams {
     }
     fn complete(&mut self) {
         self.0.sliding.get_or_insert_with(SlidingParams::default);
+    }
+    fn marks_ecn(&self) -> bool {
+        self.0.ecn
     }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Ared::new(&self.0, limit)

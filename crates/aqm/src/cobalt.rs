@@ -381,6 +381,9 @@ impl crate::spec::AqmParams for CobaltParams {
     fn check(&self) -> Result<(), String> {
         CobaltParams::validate(self)
     }
+    fn marks_ecn(&self) -> bool {
+        self.ecn
+    }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Cobalt::new(self, limit)
     }

@@ -304,6 +304,9 @@ impl crate::AqmParams for CodelParams {
     fn check(&self) -> Result<(), String> {
         CodelParams::validate(self)
     }
+    fn marks_ecn(&self) -> bool {
+        self.ecn
+    }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Codel::new(self, limit)
     }

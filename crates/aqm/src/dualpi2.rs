@@ -597,6 +597,9 @@ impl crate::spec::AqmParams for DualPi2Params {
     fn complete(&mut self) {
         self.autotune();
     }
+    fn marks_ecn(&self) -> bool {
+        true
+    }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Box::new(DualPi2::new(self, limit))
     }

@@ -309,6 +309,9 @@ impl crate::AqmParams for FqCodelParams {
     fn check(&self) -> Result<(), String> {
         FqCodelParams::validate(self)
     }
+    fn marks_ecn(&self) -> bool {
+        self.ecn
+    }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Box::new(FqCodel::new(self, limit))
     }

@@ -316,6 +316,9 @@ impl crate::spec::AqmParams for FqPieParams {
     fn check(&self) -> Result<(), String> {
         FqPieParams::validate(self)
     }
+    fn marks_ecn(&self) -> bool {
+        self.ecn
+    }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Box::new(FqPie::new(self, limit))
     }

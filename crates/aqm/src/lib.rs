@@ -238,6 +238,11 @@ pub trait AqmParams: Clone + std::fmt::Debug + PartialEq + Default + Serialize +
     fn check(&self) -> Result<(), String> {
         Ok(())
     }
+    /// Whether it can mark ECN-capable packets CE instead of dropping them, as set (a
+    /// scenario refuses an L4S sender on a path where nothing marks).
+    fn marks_ecn(&self) -> bool {
+        false
+    }
     /// Fill in what parsing leaves implied (Adaptive RED with sliding thresholds turns
     /// them on when the table does not give them).
     fn complete(&mut self) {}
@@ -307,6 +312,11 @@ pub struct Stats {
     pub marks: [u64; 3],
     pub bytes_enqueued: u64,
     pub bytes_dequeued: u64,
+    /// Arrivals by ECN codepoint as they came (index with [`Ecn::index`]: Not-ECT,
+    /// ECT(0), ECT(1), CE).
+    pub ecn_arrived: [u64; 4],
+    /// Departures by ECN codepoint as they left (after any CE mark).
+    pub ecn_dequeued: [u64; 4],
 }
 
 impl Stats {

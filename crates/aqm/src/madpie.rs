@@ -132,6 +132,9 @@ impl crate::AqmParams for MadPieParams {
     fn check(&self) -> Result<(), String> {
         MadPieParams::validate(self)
     }
+    fn marks_ecn(&self) -> bool {
+        self.pie.ecn
+    }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         MadPie::new(self, limit)
     }

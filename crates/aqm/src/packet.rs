@@ -16,6 +16,24 @@ pub enum Ecn {
 }
 
 impl Ecn {
+    /// The four codepoints in the order of [`Ecn::index`] (the order of the per-codepoint
+    /// counters: Not-ECT, ECT(0), ECT(1), CE).
+    pub const ALL: [Ecn; 4] = [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce];
+    /// Names of the codepoints in [`Ecn::ALL`] order, as the records write them.
+    pub const NAMES: [&'static str; 4] = ["not_ect", "ect0", "ect1", "ce"];
+    /// Position in [`Ecn::ALL`]: an index for per-codepoint counters.
+    #[inline]
+    pub fn index(self) -> usize {
+        match self {
+            Ecn::NotEct => 0,
+            Ecn::Ect0 => 1,
+            Ecn::Ect1 => 2,
+            Ecn::Ce => 3,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self.index()]
+    }
     /// ECN-capable transport: a router may set CE instead of dropping (RFC 3168 §5).
     pub fn is_ect(self) -> bool {
         matches!(self, Ecn::Ect0 | Ecn::Ect1)

@@ -531,6 +531,9 @@ impl crate::AqmParams for PieParams {
     fn check(&self) -> Result<(), String> {
         PieParams::validate(self)
     }
+    fn marks_ecn(&self) -> bool {
+        self.ecn
+    }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Pie::new(self, limit)
     }

@@ -449,6 +449,9 @@ impl crate::AqmParams for RedParams {
     fn check(&self) -> Result<(), String> {
         RedParams::validate(self)
     }
+    fn marks_ecn(&self) -> bool {
+        self.ecn
+    }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Red::new(self, limit)
     }

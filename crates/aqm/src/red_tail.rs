@@ -315,6 +315,9 @@ impl crate::AqmParams for RedTailParams {
     fn check(&self) -> Result<(), String> {
         RedTailParams::validate(self)
     }
+    fn marks_ecn(&self) -> bool {
+        self.ared.ecn
+    }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         RedTail::new(self, limit)
     }

@@ -91,6 +91,11 @@ macro_rules! registry {
                 match self { $( AqmSpec::$variant(p) => p.check(), )* }
             }
 
+            /// Whether it marks ECN-capable packets CE (rather than only dropping).
+            pub fn marks_ecn(&self) -> bool {
+                match self { $( AqmSpec::$variant(p) => p.marks_ecn(), )* }
+            }
+
             pub fn build<P: QPacket>(&self, limit: Limit) -> AnyAqm<P> {
                 match self { $( AqmSpec::$variant(p) => AnyAqm::$variant(p.build(limit)), )* }
             }
@@ -203,6 +208,7 @@ impl<P: QPacket> Qdisc<P> {
         let size = pkt.size_bytes() as u64;
         let before = drops.len();
         self.stats.arrivals += 1;
+        self.stats.ecn_arrived[pkt.ecn().index()] += 1;
         let admit = self.aqm.enqueue(pkt, ctx, drops);
         match admit {
             Admit::Queued => {
@@ -233,6 +239,7 @@ impl<P: QPacket> Qdisc<P> {
             let size = dep.pkt.size_bytes() as u64;
             self.stats.dequeued += 1;
             self.stats.bytes_dequeued += size;
+            self.stats.ecn_dequeued[dep.pkt.ecn().index()] += 1;
             self.backlog.packets -= 1;
             self.backlog.bytes -= size;
             if let Some(c) = dep.marked {
@@ -272,7 +279,10 @@ impl<P: QPacket> Qdisc<P> {
         let Some(refused) = s.arrivals.checked_sub(s.enqueued) else { return false };
         let Some(dropped_inside) = s.dropped().checked_sub(refused) else { return false };
         let held = self.aqm.backlog();
-        held == self.backlog && s.enqueued == s.dequeued + dropped_inside + held.packets
+        held == self.backlog
+            && s.enqueued == s.dequeued + dropped_inside + held.packets
+            && s.ecn_arrived.iter().sum::<u64>() == s.arrivals
+            && s.ecn_dequeued.iter().sum::<u64>() == s.dequeued
     }
 }
 

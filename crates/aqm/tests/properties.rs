@@ -5,7 +5,8 @@
 //! * every packet offered comes back exactly once: dequeued, or dropped with a cause;
 //! * the backlog never exceeds the buffer limit;
 //! * a drop probability, where the AQM has one, stays in [0, 1];
-//! * drops and marks are counted by cause, marks only on ECN-capable packets;
+//! * drops and marks are counted by cause, marks only on ECN-capable packets,
+//!   ECT(0) and ECT(1) alike (RFC 8311), and packets by ECN codepoint in and out;
 //! * the same seed gives the same decisions.
 //!
 //! The sequences and the checks are in `harness/` (shared with the cargo-fuzz target
@@ -264,4 +265,80 @@ fn fq_codel_refuses_more_flow_queues_than_linux() {
     let e = AqmSpec::from_kind("fq_codel", serde_json::json!({"flows": u32::MAX})).unwrap_err().to_string();
     assert!(e.starts_with("flows: must be 1 to 65536, got 4294967295"), "{e}");
     assert!(AqmSpec::from_kind("fq_codel", serde_json::json!({"flows": 65_536})).is_ok());
+}
+
+/// Every parameter table named `ecn` (nested ones too: MADPIE's `pie`, RED+Tail's
+/// `ared`) switched on.
+fn with_ecn(v: &mut serde_json::Value) {
+    if let Some(o) = v.as_object_mut() {
+        for (k, x) in o.iter_mut() {
+            if k == "ecn" && x.is_boolean() {
+                *x = serde_json::Value::Bool(true);
+            } else {
+                with_ecn(x);
+            }
+        }
+    }
+}
+
+/// Marks given by an AQM overloaded twice over by ECT(1) packets for 0.9 s.
+fn overloaded_marks(spec: &AqmSpec) -> u64 {
+    use aqm::{Ctx, Ecn, Qdisc, Rate, Time};
+    use rand_xoshiro::rand_core::SeedableRng;
+    let mut q: Qdisc<harness::P> = Qdisc::new(spec, Limit::packets(1000));
+    let mut r = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1);
+    let mut drops = Vec::new();
+    for i in 0..3000u64 {
+        let now = Time::from_micros(300 * i);
+        while let Some(t) = q.next_timer().filter(|&t| t <= now) {
+            q.on_timer(&mut Ctx { now: t, rng: &mut r, link_rate: Rate::from_mbps(10) });
+        }
+        let mut ctx = Ctx { now, rng: &mut r, link_rate: Rate::from_mbps(10) };
+        let p = harness::P { id: i, size: 1500, flow: i % 4, ecn: Ecn::Ect1, ce_sets: 0, ce_on_not_ect: false };
+        q.enqueue(p, &mut ctx, &mut drops);
+        if i % 2 == 0 {
+            q.dequeue(&mut ctx, &mut drops);
+        }
+    }
+    q.stats.marked()
+}
+
+#[test]
+fn classic_aqms_treat_ect1_as_ect0() {
+    // RFC 8311 §4.1 (and RFC 9331 §5.4.1): an AQM that does not classify L4S traffic
+    // treats ECT(1) as ECN-capable, exactly as ECT(0). The same overloaded sequence
+    // with ECT(0) and with ECT(1) packets must get the same decision for every packet;
+    // DualPI2 alone classifies by codepoint.
+    let play_with = |spec: &AqmSpec, ecn: u8| {
+        let ops: Vec<Op> = (0..3000u32)
+            .flat_map(|i| {
+                let a = Op::Arrive { gap_us: 300, size: 1500, flow: (i % 4) as u8, ecn };
+                if i % 2 == 0 { vec![a, Op::Depart { gap_us: 300 }] } else { vec![a] }
+            })
+            .collect();
+        play(spec, Limit::packets(1000), &ops, 11).unwrap()
+    };
+    let mut marking = 0;
+    for k in AqmSpec::KINDS.iter().filter(|k| k.kind != "dualpi2") {
+        let mut v = serde_json::to_value(AqmSpec::default_for(k.kind).unwrap()).unwrap();
+        v.as_object_mut().unwrap().remove("kind");
+        with_ecn(&mut v);
+        let spec = AqmSpec::from_kind(k.kind, v).unwrap();
+        let (a, b) = (play_with(&spec, 1), play_with(&spec, 2));
+        assert_eq!(a, b, "{}: ECT(1) and ECT(0) packets decided alike", k.kind);
+        // marks_ecn() (which a scenario checks for L4S senders): an AQM that says it
+        // cannot mark never marks, with ECN on or with its defaults
+        let default = AqmSpec::default_for(k.kind).unwrap();
+        for s in [&spec, &default] {
+            let marked = overloaded_marks(s);
+            assert!(s.marks_ecn() || marked == 0, "{}: {marked} marks, marks_ecn() = false", k.kind);
+            if s == &spec && marked > 0 {
+                marking += 1;
+            }
+        }
+    }
+    // not vacuous: most AQMs that can mark did mark ECT(1) packets in this overload
+    // (FQ-PIE's per-flow probability passes its 10 % ECN threshold before its
+    // derandomized coin first falls)
+    assert!(marking >= 9, "{marking} AQMs marked ECT(1) packets");
 }

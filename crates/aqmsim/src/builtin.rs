@@ -30,6 +30,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("gbps-1000-flows", include_str!("../../../scenarios/gbps-1000-flows.toml")),
     ("parking-lot", include_str!("../../../scenarios/parking-lot.toml")),
     ("aqm-series", include_str!("../../../scenarios/aqm-series.toml")),
+    ("l4s-coexistence", include_str!("../../../scenarios/l4s-coexistence.toml")),
+    ("cake-isolation", include_str!("../../../scenarios/cake-isolation.toml")),
 ];
 
 /// The scenario `aqmlab run` uses when given none (Kuhn & Ros §III, PIE, RTT 500 ms).

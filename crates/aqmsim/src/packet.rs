@@ -87,7 +87,7 @@ pub struct Packet {
     /// Index of the next link on the packet's path.
     pub hop: u8,
     pub ecn: Ecn,
-    /// [`Packet::ECE`], [`Packet::CWR`], [`Packet::RETX`]: one bit each, in a plain
+    /// [`Packet::ECE`], [`Packet::CWR`], [`Packet::RETX`], [`Packet::AE`]: one bit each, in a plain
     /// byte rather than three `bool`s. A `bool` gives `Option<Packet>` and the
     /// queues' `Option<Queued<Packet>>` / `Option<Departure<Packet>>` their niche
     /// (the most invalid values of any field); the compiler then splits copies of a
@@ -108,6 +108,9 @@ impl Packet {
     pub const CWR: u8 = 2;
     /// Data: this segment is a retransmission.
     pub const RETX: u8 = 4;
+    /// TCP AE flag (the former ECN-nonce bit), RFC 9768 §3: with ECE and CWR it forms
+    /// the 3-bit ACE field of Accurate ECN.
+    pub const AE: u8 = 8;
 
     pub fn flag(&self, f: u8) -> bool {
         self.flags & f != 0
@@ -127,6 +130,16 @@ impl Packet {
     }
     pub fn retx(&self) -> bool {
         self.flag(Self::RETX)
+    }
+    /// The ACE field (RFC 9768 §3.2.1): AE, CWR and ECE as a 3-bit number, AE the
+    /// most significant (Linux `tcp_accecn_ace`).
+    pub fn ace(&self) -> u8 {
+        (self.flag(Self::AE) as u8) << 2 | (self.flag(Self::CWR) as u8) << 1 | self.flag(Self::ECE) as u8
+    }
+    pub fn set_ace(&mut self, ace: u8) {
+        self.set_flag(Self::ECE, ace & 1 != 0);
+        self.set_flag(Self::CWR, ace & 2 != 0);
+        self.set_flag(Self::AE, ace & 4 != 0);
     }
 
     pub fn new(uid: u64, flow: u32, kind: Kind, size: u32, now: Time) -> Packet {

@@ -36,6 +36,8 @@ pub fn code_tables() -> Vec<(&'static str, Vec<&'static str>)> {
         ("cause", CAUSE_NAMES.to_vec()),
         ("ca_state", CA_STATE_NAMES.to_vec()),
         ("receiver_mode", RECEIVER_MODE_NAMES.to_vec()),
+        // the order of every per-codepoint counter (links' ecn_arrived / ecn_dequeued)
+        ("ecn", aqm::Ecn::NAMES.to_vec()),
     ]
 }
 
@@ -304,6 +306,22 @@ tables! {
         ack_drops: u64,
         /// Its packets marked CE.
         marks: u64,
+        /// Forward packets (data, SYN, datagrams) sent Not-ECT.
+        sent_not_ect: u64,
+        /// Forward packets sent ECT(0).
+        sent_ect0: u64,
+        /// Forward packets sent ECT(1), the L4S identifier (RFC 9331 §2).
+        sent_ect1: u64,
+        /// Forward packets sent CE (none from this simulator's senders).
+        sent_ce: u64,
+        /// Forward packets that reached the receiving host Not-ECT.
+        received_not_ect: u64,
+        /// Forward packets that reached the receiving host ECT(0).
+        received_ect0: u64,
+        /// Forward packets that reached the receiving host ECT(1).
+        received_ect1: u64,
+        /// Forward packets that reached the receiving host CE (marked on the way).
+        received_ce: u64,
         /// Smallest RTT sample (-1: none).
         min_rtt_ns: i64,
         /// Smoothed RTT at the end (-1: none).
@@ -403,6 +421,10 @@ pub struct Recorder {
     pub flow_drops: Vec<u64>,
     pub flow_ack_drops: Vec<u64>,
     pub flow_marks: Vec<u64>,
+    /// Per flow: forward packets sent, and received at the receiving host, by ECN
+    /// codepoint ([`aqm::Ecn::index`]).
+    pub flow_ecn_sent: Vec<[u64; 4]>,
+    pub flow_ecn_received: Vec<[u64; 4]>,
     /// Per link: its index in the packet log, if its packet events are recorded.
     log: Vec<Option<u8>>,
     /// Per link: its sojourn histogram, the first of its per-group ones, the first
@@ -470,6 +492,8 @@ impl Recorder {
             flow_drops: vec![0; nflows],
             flow_ack_drops: vec![0; nflows],
             flow_marks: vec![0; nflows],
+            flow_ecn_sent: vec![[0; 4]; nflows],
+            flow_ecn_received: vec![[0; 4]; nflows],
             log: vec![None; nlinks],
             sojourn: vec![None; nlinks],
             by_group: vec![None; nlinks],
@@ -500,6 +524,24 @@ impl Recorder {
             }
         }
         r
+    }
+
+    /// A packet leaves its host: forward packets are counted by codepoint.
+    #[inline]
+    pub fn sent(&mut self, p: &crate::packet::Packet) {
+        self.cons.created += 1;
+        if p.kind.is_forward() {
+            self.flow_ecn_sent[p.flow as usize][p.ecn.index()] += 1;
+        }
+    }
+
+    /// A packet reaches its host: forward packets are counted by codepoint.
+    #[inline]
+    pub fn received(&mut self, p: &crate::packet::Packet) {
+        self.cons.delivered += 1;
+        if p.kind.is_forward() {
+            self.flow_ecn_received[p.flow as usize][p.ecn.index()] += 1;
+        }
     }
 
     /// Is link `l`'s packet log on?
@@ -661,6 +703,9 @@ pub struct LinkInfo {
     pub limit_packets: Option<u64>,
     pub limit_bytes: Option<u64>,
     pub stats: aqm::Stats,
+    /// The AQM's own figures at the end of the run, by sub-queue (DualPI2's L and C
+    /// queues: coupled and step marks, classic and overload drops, sojourn totals).
+    pub counters: Vec<aqm::Counter>,
 }
 
 #[derive(Debug, Clone, Serialize)]

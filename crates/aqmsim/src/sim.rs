@@ -320,15 +320,7 @@ impl Sim {
             .net
             .links()
             .iter()
-            .map(|l| LinkInfo {
-                name: l.name().to_string(),
-                rate_bps: l.rate().bps(),
-                delay_ns: l.delay().as_nanos(),
-                aqm: l.aqm_kind().to_string(),
-                limit_packets: l.limit().packets,
-                limit_bytes: l.limit().bytes,
-                stats: l.stats(),
-            })
+            .map(|l| l.info(l.stats()))
             .collect();
         let logged_links = sc.record.links.iter().filter(|_| sc.record.packets).cloned().collect();
         let mut ft = FlowTable::default();
@@ -340,6 +332,13 @@ impl Sim {
             ft.drops.push(w.rec.flow_drops[fi]);
             ft.ack_drops.push(w.rec.flow_ack_drops[fi]);
             ft.marks.push(w.rec.flow_marks[fi]);
+            let (tx, rx) = (w.rec.flow_ecn_sent[fi], w.rec.flow_ecn_received[fi]);
+            for (col, n) in [&mut ft.sent_not_ect, &mut ft.sent_ect0, &mut ft.sent_ect1, &mut ft.sent_ce].into_iter().zip(tx) {
+                col.push(n);
+            }
+            for (col, n) in [&mut ft.received_not_ect, &mut ft.received_ect0, &mut ft.received_ect1, &mut ft.received_ce].into_iter().zip(rx) {
+                col.push(n);
+            }
             ft.base_rtt_ns.push((fwd + rev + f.extra + f.extra).as_nanos());
             f.ep.finish(&mut ft);
         }
@@ -422,7 +421,7 @@ impl World {
                 self.next_uid += 1;
                 p.conn = conn;
                 (p.src_host, p.dst_host) = if p.kind.is_forward() { (sender, receiver) } else { (receiver, sender) };
-                self.rec.cons.created += 1;
+                self.rec.sent(&p);
                 self.net.send(p, k, eng, &mut self.rec);
             }
             self.out = out;
@@ -477,7 +476,7 @@ impl World {
     /// Link `l`'s delivery pipe is due: hand each packet to its endpoint.
     fn on_deliver(&mut self, eng: &mut Engine<Ev>, l: u16, v: u32) {
         while let Some(p) = self.net.next_delivery(l, eng) {
-            self.rec.cons.delivered += 1;
+            self.rec.received(&p);
             let fi = p.flow as usize;
             if p.conn != self.flows[fi].ep.connection() {
                 continue; // for an earlier connection of this flow: discarded

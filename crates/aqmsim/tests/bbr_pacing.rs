@@ -214,3 +214,31 @@ fn bbr_takes_the_larger_share_from_cubic_in_a_2bdp_droptail_buffer() {
     assert!(bbr > 1.5 * cubic && cubic > 0.0, "bbr {bbr} cubic {cubic}");
 }
 
+
+#[test]
+fn prague_paces_itself_in_bursts_of_a_quarter_millisecond() {
+    // TCP Prague sets its own pacing rate (Linux `SK_PACING_NEEDED`), paced whatever
+    // tcp.pacing says: mtu x cwnd / srtt, twice that early in slow start, in bursts of
+    // at most 2^-12 s of that rate (`prague_burst_shift`), at least one segment
+    let prague = TcpConfig { cc: CcSpec::default_for("prague").unwrap(), pacing: false, ..TcpConfig::default() };
+    let end = Time::from_millis(200);
+    let sends = send_times(&prague, Duration::from_millis(20), end);
+    let unpaced = send_times(&TcpConfig { cc: CcSpec::default_for("newreno").unwrap(), ..TcpConfig::default() }, Duration::from_millis(20), end);
+    // 5 rounds of 40 ms of slow start without marks: cwnd reaches 320 segments,
+    // 2 x 320 x 1500 B per 40 ms = 24 MB/s, 16,000 segments/s: 3.9 per 2^-12 s, so a
+    // burst is at most 3 segments; the unpaced sender lets out what each ACK releases
+    let burst = largest_burst(&sends, 10);
+    assert!((1..=3).contains(&burst), "paced {burst}");
+    assert!(largest_burst(&unpaced, 10) >= 40, "unpaced {}", largest_burst(&unpaced, 10));
+    // pacing at twice the window per RTT spreads each round over half of it without
+    // slowing slow start much: the data per round nearly doubles (10, 20, 38, 76,
+    // 152: Prague's cwnd follows its fractional window by one segment per ACK, so a
+    // delayed ACK for 2 segments adds 2 to the window but 1 to cwnd at that moment)
+    let per_round: Vec<usize> = (0..5u64).map(|k| sends.iter().filter(|&&t| t >= Time::from_millis(40 * k) && t < Time::from_millis(40 * (k + 1))).count()).collect();
+    assert_eq!(per_round[..2], [10, 20]);
+    assert!(per_round.windows(2).all(|w| 10 * w[1] >= 19 * w[0]), "{per_round:?}");
+    // ... and within a round no instant sends more than the burst: the fifth round's
+    // 160 segments leave at more than 50 distinct times
+    let round5: std::collections::BTreeSet<Time> = sends.iter().copied().filter(|&t| t >= Time::from_millis(160)).collect();
+    assert!(round5.len() > 50, "{}", round5.len());
+}

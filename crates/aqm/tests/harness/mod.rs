@@ -9,7 +9,8 @@
 //! * the counters account for every packet (`Qdisc::conserved`), the drops counted by
 //!   cause are the drops handed back with that cause, and the marks counted are the
 //!   marks reported, one for each packet delivered set CE, only ever on ECN-capable
-//!   ones (ECT or already CE).
+//!   ones (ECT or already CE); the counters by ECN codepoint are the codepoints
+//!   offered and the codepoints that left.
 //!
 //! Parameters come from the registry ([`AqmSpec::KINDS`], [`AqmSpec::default_for`],
 //! [`AqmSpec::from_kind`]), so an AQM added to the registry is covered without a line
@@ -113,6 +114,7 @@ pub fn play(spec: &AqmSpec, limit: Limit, ops: &[Op], seed: u64) -> Result<Playe
     let mut out: Vec<Option<P>> = Vec::new(); // by id: the packet as it left
     let mut by_cause: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut ect_in = Vec::new();
+    let mut offered_by_ecn = [0u64; 4];
     // by id: the marks the queue reported for the packet (an admission marked, a
     // departure marked)
     let mut counted: Vec<u32> = Vec::new();
@@ -141,6 +143,7 @@ pub fn play(spec: &AqmSpec, limit: Limit, ops: &[Op], seed: u64) -> Result<Playe
                 out.push(None);
                 ect_in.push(e.is_ect());
                 counted.push(0);
+                offered_by_ecn[e.index()] += 1;
                 let a = q.enqueue(P { id, size: size.max(1), flow: flow as u64, ecn: e, ce_sets: 0, ce_on_not_ect: false }, &mut ctx, &mut drops);
                 if let Admit::Marked(_) = a {
                     check!(e != Ecn::NotEct, "packet {id} ({e:?}) marked: only ECN-capable packets are marked");
@@ -206,6 +209,13 @@ pub fn play(spec: &AqmSpec, limit: Limit, ops: &[Op], seed: u64) -> Result<Playe
     // dropped packet may have been set CE unreported (COBALT: CoDel's mark, then
     // BLUE's drop, as Linux's cobalt_should_drop)
     let pkts: Vec<P> = out.into_iter().map(|p| p.expect("checked above")).collect();
+    // the counters by codepoint: what was offered, and what left as it left
+    let mut left_by_ecn = [0u64; 4];
+    for f in fate.iter().filter(|f| f.1 == "dequeued") {
+        left_by_ecn[pkts[f.0 as usize].ecn.index()] += 1;
+    }
+    check!(q.stats.ecn_arrived == offered_by_ecn, "arrivals by codepoint counted {:?}, offered {offered_by_ecn:?}", q.stats.ecn_arrived);
+    check!(q.stats.ecn_dequeued == left_by_ecn, "departures by codepoint counted {:?}, left {left_by_ecn:?}", q.stats.ecn_dequeued);
     for p in &pkts {
         let c = counted[p.id as usize];
         let how = fate.iter().find(|f| f.0 == p.id).map_or("?", |f| f.1);
@@ -215,7 +225,7 @@ pub fn play(spec: &AqmSpec, limit: Limit, ops: &[Op], seed: u64) -> Result<Playe
     let reported: u64 = counted.iter().map(|&c| c as u64).sum();
     check!(reported == q.stats.marked(), "{reported} marks reported, {} counted ({:?})", q.stats.marked(), q.stats.marks);
     if let Some(p) = pkts.iter().find(|p| p.ce_on_not_ect) {
-        return Err(format!("packet {} marked CE without being ECN-capable (arrived ECT: {})", p.id, ect_in[p.id as usize]));
+        return Err(format!("packet {} marked CE while Not-ECT (arrived ECT: {})", p.id, ect_in[p.id as usize]));
     }
     Ok(Played { fate, drops_by_cause: by_cause, marks: q.stats.marked() })
 }

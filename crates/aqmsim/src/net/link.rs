@@ -246,7 +246,16 @@ impl<P: QPacket> Link<P> {
     /// The link as a run's metadata describes it, with these counters (its own
     /// [`Link::stats`], or a copy taken earlier).
     pub fn info(&self, stats: Stats) -> LinkInfo {
-        LinkInfo { name: self.name.clone(), rate_bps: self.rate.bps(), delay_ns: self.delay.as_nanos(), aqm: self.aqm_kind().to_string(), limit_packets: self.limit.packets, limit_bytes: self.limit.bytes, stats }
+        LinkInfo {
+            name: self.name.clone(),
+            rate_bps: self.rate.bps(),
+            delay_ns: self.delay.as_nanos(),
+            aqm: self.aqm_kind().to_string(),
+            limit_packets: self.limit.packets,
+            limit_bytes: self.limit.bytes,
+            stats,
+            counters: self.qdisc.counters(),
+        }
     }
 
     /// Can this link be run eagerly: a DropTail rate link with no rate schedule?

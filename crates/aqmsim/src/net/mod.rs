@@ -334,7 +334,7 @@ impl Network {
             // keeps the book short; an arrival from an input pipe may lie before now
             link.settle(Time::from_nanos(now.min(at).as_nanos().saturating_sub(1)));
         }
-        match link.book(at, p.size) {
+        match link.book(at, p.size, p.ecn) {
             Ok((start, end)) => {
                 rec.booked(l, p.flow, start, start.saturating_since(at));
                 Some(end + link.delay())

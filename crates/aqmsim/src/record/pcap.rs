@@ -154,7 +154,7 @@ pub fn write_record(out: &mut Vec<u8>, t: Time, p: &Packet, tcp: Option<FlowTcp>
         u[4..6].copy_from_slice(&((8 + p.payload) as u16).to_be_bytes());
         (17u8, 8usize, p.payload)
     } else {
-        let FlowTcp { mss, ecn } = tcp.unwrap_or(FlowTcp { mss: 1460, ecn: false });
+        let FlowTcp { mss, .. } = tcp.unwrap_or(FlowTcp { mss: 1460, ecn: false });
         let byte = |seg: u64| (1 + seg.wrapping_mul(mss as u64)) as u32;
         let (sp, dp) = if forward { (port, TCP_PORT) } else { (TCP_PORT, port) };
         let mut opts: Vec<u8> = Vec::new();
@@ -177,21 +177,20 @@ pub fn write_record(out: &mut Vec<u8>, t: Time, p: &Packet, tcp: Option<FlowTcp>
                 opts.extend_from_slice(&[2, 4]);
                 opts.extend_from_slice(&(mss.min(0xffff) as u16).to_be_bytes());
                 opts.extend_from_slice(&[1, 3, 3, WSCALE as u8, 4, 2, 1, 1]);
-                // RFC 3168 §6.1.1: an ECN-setup SYN has ECE and CWR, its SYN-ACK ECE
-                let ecn_flags = match (ecn, p.kind) {
-                    (true, Kind::Syn) => 0xc0,
-                    (true, _) => 0x40,
-                    _ => 0,
-                };
+                // RFC 3168 §6.1.1: an ECN-setup SYN has ECE and CWR, its SYN-ACK ECE;
+                // RFC 9768 §3.1: AccECN's SYN AE, CWR and ECE, its SYN-ACK an ACE
+                // (the flags the endpoints set; below)
                 let (ack, f) = if p.kind == Kind::Syn { (0, 0x02) } else { (1, 0x12) };
-                (0u32, ack, f | ecn_flags, 0xffff, 0)
+                (0u32, ack, f, 0xffff, 0)
             }
             Kind::Udp => unreachable!(),
         };
-        if p.kind == Kind::Data && p.cwr() {
+        // ECE and CWR as the packet carries them (under AccECN, with AE, the ACE field
+        // of ACKs, SYNs and SYN-ACKs: RFC 9768 §3.2.1)
+        if p.cwr() {
             flags |= 0x80;
         }
-        if p.kind == Kind::Ack && p.ece() {
+        if p.kind != Kind::Data && p.ece() {
             flags |= 0x40;
         }
         let hl = 20 + opts.len();
@@ -200,7 +199,7 @@ pub fn write_record(out: &mut Vec<u8>, t: Time, p: &Packet, tcp: Option<FlowTcp>
         th[2..4].copy_from_slice(&dp.to_be_bytes());
         th[4..8].copy_from_slice(&seq.to_be_bytes());
         th[8..12].copy_from_slice(&ack.to_be_bytes());
-        th[12] = ((hl / 4) as u8) << 4;
+        th[12] = ((hl / 4) as u8) << 4 | (p.kind != Kind::Data && p.flag(Packet::AE)) as u8;
         th[13] = flags;
         th[14..16].copy_from_slice(&window.to_be_bytes());
         th[20..].copy_from_slice(&opts);
@@ -321,11 +320,18 @@ mod tests {
     fn an_ecn_setup_syn_and_a_udp_datagram() {
         let mut syn = Packet::new(0, 0, Kind::Syn, 40, Time::ZERO);
         syn.ecn = Ecn::NotEct;
+        syn.set_ace(0b011); // as the sender sets an ECN-setup SYN: ECE and CWR
         let r = record(&syn, TCP);
         let tcp = &r[36..];
         // 20 + MSS(4) + NOP WS(4) + SACK-permitted NOP NOP(4): SYN + ECE + CWR
         assert_eq!((tcp[12] >> 4, tcp[13]), (8, 0xc2));
         assert_eq!(&tcp[20..32], &[2, 4, 0x03, 0xe8, 1, 3, 3, 7, 4, 2, 1, 1]);
+        // an AccECN ACK's ACE field 0b110: AE (the low bit of byte 12) and CWR, no ECE
+        let mut ack = Packet::new(1, 0, Kind::Ack, 40, Time::ZERO);
+        ack.set_ace(0b110);
+        let r = record(&ack, TCP);
+        let tcp = &r[36..];
+        assert_eq!((tcp[12] & 1, tcp[13]), (1, 0x90));
         // a 200-byte CBR datagram: 28 bytes of headers captured
         let mut d = Packet::new(9, 4, Kind::Udp, 200, Time::ZERO);
         (d.payload, d.ecn) = (172, Ecn::Ect0);

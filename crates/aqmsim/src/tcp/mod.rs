@@ -26,6 +26,18 @@ pub use receiver::TcpReceiver;
 pub use rtt::RtoStyle;
 pub use sender::TcpSender;
 
+/// ECN feedback of a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EcnMode {
+    /// Not-ECT packets; CE never seen.
+    Off,
+    /// RFC 3168: the receiver echoes ECE until the sender's CWR (or, under DCTCP,
+    /// the CE state of the latest segment, RFC 8257 §3.2).
+    Rfc3168,
+    /// RFC 9768: the receiver counts CE-marked segments in the ACE field.
+    AccEcn,
+}
+
 /// TCP settings of a flow group. Defaults follow Linux where the seeds' experiments
 /// ran Linux TCP (Kuhn & Ros: the ns-2 TCP-Linux module, kernel 3.17).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -70,6 +82,14 @@ pub struct TcpConfig {
     /// ECE until CWR, at most one window reduction per RTT. Off by default (Linux's
     /// default `tcp_ecn = 2` only accepts ECN when asked).
     pub ecn: bool,
+    /// Accurate ECN feedback (Briscoe, Kühlewind & Scheffenegger, RFC 9768): the
+    /// receiver counts CE-marked segments and echoes the count in the 3-bit ACE
+    /// field of every ACK, so the sender learns how many were marked, not only that
+    /// one was. Implies `ecn`. Off: RFC 3168 feedback (ECE until CWR), or DCTCP's
+    /// ECE state machine when the congestion control is `dctcp` (RFC 8257 §3.2).
+    /// `prague` turns it on (Linux `TCP_CONG_NEEDS_ACCECN`), `dctcp` and `prague`
+    /// turn `ecn` on (`TCP_CONG_NEEDS_ECN`).
+    pub accecn: bool,
     /// A fixed advertised receive window; absent, the window never limits the sender
     /// (as with Dynamic Right-Sizing, Fisk & Feng 2001). With a Palermo receiver,
     /// the largest window it may advertise.
@@ -84,7 +104,7 @@ pub struct TcpConfig {
     /// Pace the sender as Linux's internal pacing does (`tcp/pacing.rs`): bursts of
     /// about 1 ms of the pacing rate, spaced by their length over the rate. Linux
     /// paces CUBIC and Reno only under the fq qdisc or when asked, so off by default;
-    /// a controller that sets its own pacing rate (BBR) paces whatever this says.
+    /// a controller that sets its own pacing rate (BBR, Prague) paces whatever this says.
     pub pacing: bool,
     /// Pacing rate in slow start (cwnd below half of ssthresh), percent of cwnd per
     /// srtt (Linux `net.ipv4.tcp_pacing_ss_ratio`: 200).
@@ -113,6 +133,7 @@ impl Default for TcpConfig {
             rto_max: Duration::from_secs(120),
             handshake: false,
             ecn: false,
+            accecn: false,
             receive_window: None,
             receiver: ReceiverSpec::Drs,
             slow_start_after_idle: true,
@@ -160,6 +181,20 @@ impl TcpConfig {
             p.validate().map_err(|m| format!("receiver.{m}"))?;
         }
         self.cc.validate().map_err(|m| format!("cc.{m}"))
+    }
+
+    /// The feedback this connection uses, as both ends negotiate it from the shared
+    /// settings (RFC 3168 §6.1.1, RFC 9768 §3.1): a congestion control that needs
+    /// ECN or AccECN gets it whatever `ecn` and `accecn` say (as Linux's
+    /// `TCP_CONG_NEEDS_ECN` / `TCP_CONG_NEEDS_ACCECN` override `tcp_ecn`).
+    pub fn ecn_mode(&self) -> EcnMode {
+        if self.accecn || self.cc.needs_accecn() {
+            EcnMode::AccEcn
+        } else if self.ecn || self.cc.needs_ecn() {
+            EcnMode::Rfc3168
+        } else {
+            EcnMode::Off
+        }
     }
 
     pub fn packet_size(&self) -> u32 {

@@ -53,6 +53,9 @@ pub struct RateSample {
     pub rtt: Option<Duration>,
     /// The ACK was likely delayed by the receiver.
     pub is_ack_delayed: bool,
+    /// Segments this ACK reports CE-marked (`ece_delta`, Linux's AccECN patches:
+    /// Prague grows only for the others).
+    pub ece_delta: u64,
     /// Send phase of the interval.
     pub(crate) send_interval: Duration,
     /// Highest sequence (exclusive end) of the sampled segment, for ties.

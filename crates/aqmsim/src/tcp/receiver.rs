@@ -1,12 +1,25 @@
 //! The TCP receiver: cumulative ACKs with SACK blocks (Mathis, Mahdavi, Floyd &
 //! Romanow, RFC 2018), delayed ACKs (RFC 5681 §4.2, RFC 1122 §4.2.3.2) with Linux's
 //! quick-ACK start, and an advertised window that does not limit by default.
+//!
+//! ECN feedback, as negotiated: RFC 3168 (ECE from a CE until the sender's CWR);
+//! DCTCP's state machine (Alizadeh et al., RFC 8257 §3.2: ECE tells the CE state of
+//! the latest segment, and a change of state is ACKed at once, after an ACK of what
+//! came before it if one was delayed: Linux `dctcp_ece_ack_update`); or Accurate
+//! ECN (RFC 9768: a count of CE-marked segments in the ACE field, and an immediate
+//! ACK when the IP-ECN field changes or 6 marks wait, Linux
+//! `tcp_ecn_received_counters`).
 
 use aqm::Time;
 
 use super::window::ReceiveWindow;
-use super::TcpConfig;
+use super::{EcnMode, TcpConfig};
 use crate::packet::{Kind, Packet, SackBlocks};
+
+/// AccECN: ACK at once when this many CE marks wait to be echoed (RFC 9768
+/// §3.2.2.5.2 allows at most 6; Linux `TCP_ACCECN_ACE_MAX_DELTA`), so the 3-bit
+/// ACE field cannot wrap between two ACKs.
+const ACE_MAX_DELTA: u32 = 6;
 
 /// A window that never limits (Dynamic Right-Sizing keeps the advertised window
 /// ahead of the sender; Fisk & Feng 2001).
@@ -59,8 +72,21 @@ pub struct TcpReceiver {
     last_ack_sent: u64,
     /// ECN negotiated (RFC 3168 §6.1.1).
     ecn: bool,
-    /// Echo ECE on every ACK until a CWR arrives (RFC 3168 §6.1.3).
+    /// The feedback: RFC 3168 or AccECN (RFC 9768), when `ecn`.
+    mode: EcnMode,
+    /// DCTCP's ECE state machine in place of RFC 3168's (RFC 8257 §3.2).
+    dctcp: bool,
+    /// Echo ECE on every ACK until a CWR arrives (RFC 3168 §6.1.3); under DCTCP,
+    /// the CE state of the latest segment.
     ece: bool,
+    /// AccECN: CE-marked segments received (r.cep, RFC 9768 §3.2.1), those not yet
+    /// echoed, and the IP-ECN field of the latest segment.
+    received_ce: u64,
+    ce_pending: u32,
+    prev_ecn: aqm::Ecn,
+    /// The codepoint of its ACKs: ECN-capable under AccECN or with a controller that
+    /// needs ECN (Linux sets ECT on every segment then), Not-ECT otherwise.
+    ack_ecn: aqm::Ecn,
     /// Payload bytes delivered in order to the application.
     pub bytes_delivered: u64,
     /// Payload bytes of every new (not duplicate) segment, in order or not.
@@ -92,8 +118,14 @@ impl TcpReceiver {
             delack_deadline: None,
             ts_recent: 0,
             last_ack_sent: 0,
-            ecn: cfg.ecn,
+            ecn: cfg.ecn_mode() != EcnMode::Off,
+            mode: cfg.ecn_mode(),
+            dctcp: cfg.ecn_mode() == EcnMode::Rfc3168 && cfg.cc.needs_ecn(),
             ece: false,
+            received_ce: 0,
+            ce_pending: 0,
+            prev_ecn: aqm::Ecn::NotEct,
+            ack_ecn: if cfg.ecn_mode() == EcnMode::AccEcn || (cfg.ecn_mode() == EcnMode::Rfc3168 && cfg.cc.needs_ecn()) { cfg.cc.ect() } else { aqm::Ecn::NotEct },
             bytes_delivered: 0,
             bytes_received: 0,
             expect_segments: None,
@@ -110,9 +142,22 @@ impl TcpReceiver {
         match p.kind {
             Kind::Syn => {
                 let mut sa = Packet::new(0, self.flow, Kind::SynAck, self.header, now);
-                // RFC 3168 §6.1.1: agree to ECN if asked and configured.
-                self.ecn = self.ecn && p.ece() && p.cwr();
-                sa.set_flag(Packet::ECE, self.ecn);
+                // RFC 3168 §6.1.1: agree to ECN if asked and configured. RFC 9768
+                // §3.1.1: an AccECN SYN (AE, CWR, ECE all set) gets an ACE that
+                // echoes the SYN's IP-ECN field (Table 2: Not-ECT 0b010, ECT(1)
+                // 0b011, ECT(0) 0b100, CE 0b110); otherwise ECE alone (0b001).
+                if self.mode == EcnMode::AccEcn && p.ace() == 0b111 {
+                    sa.set_ace(match p.ecn {
+                        aqm::Ecn::NotEct => 0b010,
+                        aqm::Ecn::Ect1 => 0b011,
+                        aqm::Ecn::Ect0 => 0b100,
+                        aqm::Ecn::Ce => 0b110,
+                    });
+                } else {
+                    self.ecn = self.ecn && p.ece() && p.cwr();
+                    self.mode = if self.ecn { EcnMode::Rfc3168 } else { EcnMode::Off };
+                    sa.set_flag(Packet::ECE, self.ecn);
+                }
                 out.push(sa);
             }
             Kind::Data => self.on_data(p, now, out),
@@ -124,15 +169,45 @@ impl TcpReceiver {
         self.stats.segments += 1;
         let seq = p.seq;
         let mut ack_now = false;
+        let ce = p.ecn == aqm::Ecn::Ce;
         if self.ecn {
-            if p.cwr() {
-                self.ece = false;
-            }
-            if p.ecn == aqm::Ecn::Ce {
-                self.stats.ce_received += 1;
-                // Linux enters quick-ACK mode on CE so the echo is not delayed.
-                ack_now = !self.ece;
-                self.ece = true;
+            self.stats.ce_received += ce as u64;
+            match self.mode {
+                EcnMode::AccEcn => {
+                    // RFC 9768 §3.2.2.5: change-triggered ACKs (on any change of the
+                    // IP-ECN field, as Linux) and increment-triggered ones.
+                    if ce {
+                        self.received_ce += 1;
+                        self.ce_pending += 1;
+                    }
+                    if p.ecn != self.prev_ecn {
+                        self.prev_ecn = p.ecn;
+                        ack_now = true;
+                    }
+                    ack_now |= self.ce_pending >= ACE_MAX_DELTA;
+                }
+                _ if self.dctcp => {
+                    if ce != self.ece {
+                        // RFC 8257 §3.2: the CE state changed. A delayed ACK is sent
+                        // first, for the segments before this one and with the old
+                        // state; this one is ACKed at once with the new.
+                        if self.delack_deadline.is_some() {
+                            self.send_ack(now, out);
+                        }
+                        ack_now = true;
+                    }
+                    self.ece = ce;
+                }
+                _ => {
+                    if p.cwr() {
+                        self.ece = false;
+                    }
+                    if ce {
+                        // Linux enters quick-ACK mode on CE so the echo is not delayed.
+                        ack_now = !self.ece;
+                        self.ece = true;
+                    }
+                }
             }
         }
         if p.ts_echo > 0 {
@@ -299,7 +374,14 @@ impl TcpReceiver {
         a.rwnd = self.advertise();
         self.last_rwnd = a.rwnd;
         a.sack = self.sack_blocks();
-        a.set_flag(Packet::ECE, self.ece);
+        if self.mode == EcnMode::AccEcn {
+            // RFC 9768 §3.2.1: ACE = r.cep mod 8, r.cep starting at 5.
+            a.set_ace(((self.received_ce + 5) & 7) as u8);
+            self.ce_pending = 0;
+        } else {
+            a.set_flag(Packet::ECE, self.ece);
+        }
+        a.ecn = self.ack_ecn;
         // RFC 7323 §4.3 (3): TSecr = TS.Recent
         a.ts_echo = self.ts_recent;
         self.last_ack_sent = self.rcv_nxt;
@@ -422,6 +504,61 @@ mod tests {
         assert_eq!((r.ooo[0].start, r.ooo[0].end, r.ooo[0].bytes), (2, 5, 3 * 1460));
         r.on_packet(&data(3), Time::ZERO, &mut out);
         assert_eq!(r.stats.duplicates, 1);
+    }
+
+    fn marked(seq: u64, ecn: aqm::Ecn) -> Packet {
+        let mut p = data(seq);
+        p.ecn = ecn;
+        p
+    }
+
+    #[test]
+    fn dctcp_echoes_the_latest_ce_state_and_acks_each_change_at_once() {
+        // RFC 8257 §3.2 (Linux dctcp_ece_ack_update), delayed ACKs every 2 segments
+        use crate::tcp::cc::{CcSpec, DctcpParams};
+        let cfg = TcpConfig { cc: CcSpec::Dctcp(DctcpParams::default()), quickack: 0, ..TcpConfig::default() };
+        let mut r = TcpReceiver::new(0, &cfg);
+        let mut out = Vec::new();
+        let (ect, ce) = (aqm::Ecn::Ect0, aqm::Ecn::Ce);
+        let acks = |out: &Vec<Packet>| out.iter().map(|a| (a.seq, a.ece())).collect::<Vec<_>>();
+        r.on_packet(&marked(0, ect), Time::ZERO, &mut out);
+        assert!(out.is_empty(), "delayed");
+        // CE: the delayed ACK goes first with the old state, then this one with ECE
+        r.on_packet(&marked(1, ce), Time::ZERO, &mut out);
+        assert_eq!(acks(&out), vec![(1, false), (2, true)]);
+        // CE again: no change, delayed ACKs resume, every ACK with ECE
+        r.on_packet(&marked(2, ce), Time::ZERO, &mut out);
+        r.on_packet(&marked(3, ce), Time::ZERO, &mut out);
+        assert_eq!(acks(&out)[2..], [(4, true)]);
+        // back to not CE: nothing delayed, so one immediate ACK without ECE; a CWR
+        // from the sender does not clear the state (it is the CE state, not a latch)
+        r.on_packet(&marked(4, ect), Time::ZERO, &mut out);
+        assert_eq!(acks(&out)[3..], [(5, false)]);
+        let mut cwr = marked(5, ce);
+        cwr.set_flag(Packet::CWR, true);
+        r.on_packet(&cwr, Time::ZERO, &mut out);
+        assert_eq!(acks(&out)[4..], [(6, true)]);
+        // ACKs of a DCTCP receiver are ECN-capable (Linux: the controller needs ECN)
+        assert!(out.iter().all(|a| a.ecn == ect));
+    }
+
+    #[test]
+    fn accecn_counts_ce_segments_in_the_ace_field_and_acks_on_ecn_changes() {
+        // RFC 9768 §3.2: ACE = (CE-marked segments + 5) mod 8; an immediate ACK when
+        // the IP-ECN field changes (Linux), delayed ACKs otherwise
+        let cfg = TcpConfig { accecn: true, ecn: true, quickack: 0, ..TcpConfig::default() };
+        let mut r = TcpReceiver::new(0, &cfg);
+        let mut out = Vec::new();
+        let (ect, ce) = (aqm::Ecn::Ect0, aqm::Ecn::Ce);
+        let aces = |out: &Vec<Packet>| out.iter().map(|a| (a.seq, a.ace())).collect::<Vec<_>>();
+        r.on_packet(&marked(0, ect), Time::ZERO, &mut out); // Not-ECT -> ECT(0): ACK now
+        r.on_packet(&marked(1, ce), Time::ZERO, &mut out); // -> CE: ACK now
+        r.on_packet(&marked(2, ce), Time::ZERO, &mut out); // delayed
+        r.on_packet(&marked(3, ce), Time::ZERO, &mut out); // every 2nd: ACK
+        assert_eq!(aces(&out), vec![(1, 5), (2, 6), (4, 0)], "three CE segments: 5 + 3 wraps to 0");
+        r.on_packet(&marked(4, ect), Time::ZERO, &mut out); // -> ECT(0): ACK now
+        assert_eq!(aces(&out)[3..], [(5, 0)]);
+        assert_eq!(r.received_ce, 3);
     }
 
     #[test]

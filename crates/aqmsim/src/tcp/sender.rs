@@ -20,7 +20,7 @@ use super::cc::{AckSample, AnyCc, CongestionControl, Conn, Window, INFINITE_SSTH
 use super::pacing::{self, Pacer};
 use super::rate::{RateSample, RateState, TxInfo};
 use super::rtt::RttEstimator;
-use super::TcpConfig;
+use super::{EcnMode, TcpConfig};
 use crate::packet::{Kind, Packet};
 use crate::rng::SimRng;
 
@@ -136,6 +136,13 @@ pub struct TcpSender {
     cwnd_limited: bool,
     /// ECN negotiated for this connection (RFC 3168 §6.1.1).
     ecn_ok: bool,
+    /// ... with Accurate ECN feedback (RFC 9768 §3.1).
+    accecn: bool,
+    /// The codepoint of its ECN-capable packets (ECT(1) for an L4S controller).
+    ect: aqm::Ecn,
+    /// Segments reported delivered CE-marked (Linux `delivered_ce`); under AccECN
+    /// the ACE field echoes it modulo 8, offset by 5 (RFC 9768 §3.2.1).
+    delivered_ce: u64,
     /// Set CWR on the next new data segment (RFC 3168 §6.1.2).
     send_cwr: bool,
     min_rtt: Option<Duration>,
@@ -192,6 +199,9 @@ impl TcpSender {
             recover_fs: 0,
             cwnd_limited: false,
             ecn_ok: false,
+            accecn: false,
+            ect: cfg.cc.ect(),
+            delivered_ce: 0,
             send_cwr: false,
             min_rtt: None,
             last_rtt: None,
@@ -248,6 +258,11 @@ impl TcpSender {
             app_limited: self.rate.app_limited,
             ca_state: self.ca_state,
             wstamp: self.pacer.wstamp,
+            delivered_ce: self.delivered_ce,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            cwnd_limited: self.cwnd_limited,
+            packet_size: self.cfg.packet_size(),
         }
     }
 
@@ -281,7 +296,8 @@ impl TcpSender {
             self.send_syn(now, out);
         } else {
             // Without a handshake, ECN is as configured (both ends share the setting).
-            self.ecn_ok = self.cfg.ecn;
+            let mode = self.cfg.ecn_mode();
+            (self.ecn_ok, self.accecn) = (mode != EcnMode::Off, mode == EcnMode::AccEcn);
             self.established(now);
             self.transmit(now, out);
         }
@@ -348,9 +364,13 @@ impl TcpSender {
     fn send_syn(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.syn_sent_at = now;
         let mut syn = Packet::new(0, self.flow, Kind::Syn, self.cfg.header.0 as u32, now);
-        // RFC 3168 §6.1.1: an ECN-setup SYN carries ECE and CWR.
-        syn.set_flag(Packet::ECE, self.cfg.ecn);
-        syn.set_flag(Packet::CWR, self.cfg.ecn);
+        // RFC 3168 §6.1.1: an ECN-setup SYN carries ECE and CWR; RFC 9768 §3.1.1: an
+        // AccECN-setup SYN all three of AE, CWR and ECE.
+        match self.cfg.ecn_mode() {
+            EcnMode::Off => {}
+            EcnMode::Rfc3168 => syn.set_ace(0b011),
+            EcnMode::AccEcn => syn.set_ace(0b111),
+        }
         out.push(syn);
         self.rto_deadline = Some(now + self.rtt.rto());
     }
@@ -411,13 +431,16 @@ impl TcpSender {
         p.set_flag(Packet::RETX, retx);
         p.ts_echo = self.ts_recent;
         self.last_send = now;
-        // RFC 3168 §6.1.5: retransmissions are sent Not-ECT and without CWR.
-        if self.ecn_ok && !retx {
-            p.ecn = aqm::Ecn::Ect0;
-            if self.send_cwr {
-                p.set_flag(Packet::CWR, true);
-                self.send_cwr = false;
-            }
+        // RFC 3168 §6.1.5: retransmissions are sent Not-ECT and without CWR, except
+        // under AccECN (every segment ECN-capable, Linux `tcp_ecn_send`) or with a
+        // controller that needs ECN (DCTCP, Prague: `tcp_ca_needs_ecn`).
+        if self.ecn_ok && (!retx || self.accecn || self.cfg.cc.needs_ecn()) {
+            p.ecn = self.ect;
+        }
+        // CWR on the next new segment after a reduction (RFC 3168 feedback only)
+        if self.ecn_ok && !retx && !self.accecn && self.send_cwr {
+            p.set_flag(Packet::CWR, true);
+            self.send_cwr = false;
         }
         p
     }
@@ -483,7 +506,9 @@ impl TcpSender {
                     }
                     unpaced_first = false;
                     let min_tso = self.cc.min_tso_segs().unwrap_or(pacing::MIN_TSO_SEGS);
-                    burst = Some((pacing::burst_segments(self.pacer.rate, self.cfg.mss.0 as u32, self.min_rtt, min_tso), 0, 0, retx.is_some()));
+                    // Linux `tcp_tso_segs`: the controller's own burst size, or tcp_tso_autosize
+                    let segs = self.cc.tso_segs().unwrap_or_else(|| pacing::burst_segments(self.pacer.rate, self.cfg.mss.0 as u32, self.min_rtt, min_tso));
+                    burst = Some((segs, 0, 0, retx.is_some()));
                 }
             }
             if self.pipe() == 0 {
@@ -652,11 +677,13 @@ impl TcpSender {
         // (already reducing after an ECN echo), Linux keeps the reduction under way.
         if self.ca_state == CaState::Cwr {
             self.recovery_point = self.snd_nxt;
+            self.cc.set_state(&mut self.w, CaState::Recovery, now);
             self.ca_state = CaState::Recovery;
             self.stats.recoveries += 1;
             return;
         }
         self.w.ssthresh = self.cc.on_congestion(&self.w, now);
+        self.cc.set_state(&mut self.w, CaState::Recovery, now);
         self.recovery_point = self.snd_nxt;
         self.prr_delivered = 0;
         self.prr_out = 0;
@@ -665,11 +692,21 @@ impl TcpSender {
         self.stats.recoveries += 1;
     }
 
-    /// RFC 6937 §3: proportional rate reduction with slow-start reduction bound
-    /// (not for a controller that sets cwnd itself: Linux's `tcp_cong_control`).
+    /// The end of a window reduction (CWR or recovery): back to Open, with cwnd =
+    /// ssthresh (RFC 6937) unless the controller sets cwnd itself (Linux
+    /// `tcp_end_cwnd_reduction` returns early for a `cong_control` controller).
+    fn open(&mut self, now: Time) {
+        if !self.rate_cc {
+            self.w.cwnd = self.w.ssthresh;
+        }
+        self.cc.set_state(&mut self.w, CaState::Open, now);
+        self.ca_state = CaState::Open;
+    }
+
+    /// RFC 6937 §3: proportional rate reduction with slow-start reduction bound.
     fn prr(&mut self, delivered: u64) {
         if self.rate_cc {
-            return;
+            return; // Linux `tcp_cong_control`: a `cong_control` controller sets cwnd
         }
         self.prr_delivered += delivered;
         let pipe = self.pipe() as f64;
@@ -690,8 +727,12 @@ impl TcpSender {
         match (self.state, p.kind) {
             (State::SynSent, Kind::SynAck) => {
                 self.ts_recent = p.sent_at.as_nanos();
-                // RFC 3168 §6.1.1: ECN is on if the SYN-ACK says so.
-                self.ecn_ok = self.cfg.ecn && p.ece();
+                // RFC 3168 §6.1.1: ECN is on if the SYN-ACK says so; RFC 9768 §3.1.1 Table 2:
+                // an ACE of 0b010 to 0b110 on the SYN-ACK accepts AccECN, 0b001
+                // classic ECN.
+                let mode = self.cfg.ecn_mode();
+                self.accecn = mode == EcnMode::AccEcn && (2..=6).contains(&p.ace());
+                self.ecn_ok = self.accecn || (mode != EcnMode::Off && p.ace() == 0b001);
                 if self.stats.syn_retransmits == 0 {
                     self.rtt.sample(now - self.syn_sent_at);
                     self.note_rtt(now - self.syn_sent_at);
@@ -713,6 +754,35 @@ impl TcpSender {
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
     }
 
+    /// The segments this ACK reports CE-marked, and whether it signals congestion
+    /// by ECN: RFC 3168 feedback counts every segment an ECE-carrying ACK delivers
+    /// (Linux `tcp_count_delivered`); AccECN reads the ACE field's increase (RFC 9768
+    /// §3.2.2.5, Linux `__tcp_accecn_process`), of an ACK that made progress.
+    fn ecn_feedback(&mut self, a: &Packet, delivered: u64, progress: bool) -> (u32, bool) {
+        if !self.ecn_ok {
+            return (0, false);
+        }
+        if !self.accecn {
+            let ce = if a.ece() { delivered } else { 0 };
+            self.delivered_ce += ce;
+            return (ce as u32, a.ece());
+        }
+        if !progress {
+            return (0, false);
+        }
+        // The ACE field counts CE-marked segments from 5 (TCP_ACCECN_CEP_INIT_OFFSET),
+        // modulo 8.
+        let mut delta = (a.ace() as u64).wrapping_sub(5).wrapping_sub(self.delivered_ce) & 7;
+        if delivered > 7 {
+            // More than 7 segments delivered: the counter may have wrapped. Without
+            // the AccECN option's byte counters, assume as many wraps as the count
+            // allows (RFC 9768 Appendix A.2.1's safety, Linux's `safe_delta`).
+            delta = delivered - ((delivered - delta) & 7);
+        }
+        self.delivered_ce += delta;
+        (delta as u32, delta > 0)
+    }
+
     /// A segment the ACK delivered (SACKed or acked) gives its part of the rate
     /// sample (`tcp_rate_skb_delivered`).
     fn rate_delivered(&mut self, seq: u64, s: Seg, sacked: bool, rs: &mut RateSample) {
@@ -721,6 +791,8 @@ impl TcpSender {
     }
 
     fn on_ack(&mut self, a: &Packet, now: Time, out: &mut Vec<Packet>) {
+        // RFC 7323: the ACK's timestamp is newer than any seen (Linux FLAG_TS_PROGRESS)
+        let ts_progress = a.sent_at.as_nanos() > self.ts_recent;
         self.ts_recent = self.ts_recent.max(a.sent_at.as_nanos());
         let mut rs = RateSample::default();
         let (prior_in_flight, lost_before) = (self.pipe(), self.lost_total);
@@ -867,6 +939,7 @@ impl TcpSender {
         }
 
         // 5. Congestion state.
+        let (ce, ece) = self.ecn_feedback(a, delivered, delivered > 0 || ts_progress);
         let sample = AckSample {
             now,
             acked: delivered as u32,
@@ -875,6 +948,8 @@ impl TcpSender {
             cwnd_limited: self.cwnd_limited,
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
+            ce,
+            ece,
         };
         if newly_acked > 0 && a.ts_echo > 0 {
             // RFC 7323 TSval − TSecr: the forward one-way delay on the simulator's one clock
@@ -882,6 +957,7 @@ impl TcpSender {
             self.cc.on_delay(a.sent_at.saturating_since(Time::from_nanos(a.ts_echo)), now);
         }
         self.cc.on_rtt(&mut self.w, &sample);
+        self.cc.in_ack_event(&self.w, &sample);
         // RFC 5681 §3.1: cwnd grows only on an ACK that acknowledges new data (Linux
         // `tcp_may_raise_cwnd`: FLAG_DATA_ACKED), by what that ACK delivered, SACKed
         // segments included; an ACK that only SACKs or duplicates does not raise it.
@@ -891,20 +967,22 @@ impl TcpSender {
                 if self.lost_out > 0 {
                     self.enter_recovery(now);
                     self.prr(delivered);
-                } else if self.ecn_ok && a.ece() {
+                } else if ece {
                     // RFC 3168 §6.1.2: reduce as for a loss, at most once per window of
                     // data (the CWR state lasts until snd_una passes what was sent),
-                    // and tell the receiver with CWR.
-                    self.w.ssthresh = self.cc.on_congestion(&self.w, now);
+                    // and tell the receiver with CWR (not under AccECN, whose
+                    // receiver counts marks instead: RFC 9768 §3.2.2.1).
+                    self.w.ssthresh = self.cc.on_ecn(&self.w, now);
                     self.recovery_point = self.snd_nxt;
                     self.prr_delivered = 0;
                     self.prr_out = 0;
                     self.recover_fs = self.outstanding().max(1);
+                    self.cc.set_state(&mut self.w, CaState::Cwr, now);
                     self.ca_state = CaState::Cwr;
-                    self.send_cwr = true;
+                    self.send_cwr = !self.accecn;
                     self.stats.ecn_reductions += 1;
                     self.prr(delivered);
-                } else if raise {
+                } else if raise && !self.rate_cc {
                     self.cc.on_ack(&mut self.w, &sample);
                 }
             }
@@ -913,10 +991,7 @@ impl TcpSender {
                     self.enter_recovery(now);
                     self.prr(delivered);
                 } else if self.snd_una >= self.recovery_point {
-                    if !self.rate_cc {
-                        self.w.cwnd = self.w.ssthresh;
-                    }
-                    self.ca_state = CaState::Open;
+                    self.open(now);
                 } else {
                     self.prr(delivered);
                 }
@@ -926,20 +1001,13 @@ impl TcpSender {
                     // RFC 5681 §3.2 step 6 (Reno): the first ACK of new data, partial or
                     // not, ends fast recovery: cwnd deflates to ssthresh. Later holes
                     // wait for three new duplicate ACKs or the RTO.
-                    if !self.rate_cc {
-                        self.w.cwnd = self.w.ssthresh;
-                    }
-                    self.ca_state = CaState::Open;
+                    self.open(now);
                     self.reno_sacked = 0;
                     self.dupacks = 0;
                     self.lost_scan_from = self.lost_scan_from.max(self.snd_una);
                 } else if self.snd_una >= self.recovery_point {
-                    // RFC 6937: on exit, cwnd = ssthresh (Linux's `tcp_end_cwnd_reduction`
-                    // leaves a controller that sets cwnd itself alone).
-                    if !self.rate_cc {
-                        self.w.cwnd = self.w.ssthresh;
-                    }
-                    self.ca_state = CaState::Open;
+                    // RFC 6937: on exit, cwnd = ssthresh.
+                    self.open(now);
                     self.lost_scan_from = self.lost_scan_from.max(self.snd_una);
                 } else {
                     self.prr(delivered);
@@ -947,17 +1015,18 @@ impl TcpSender {
             }
             CaState::Loss => {
                 if self.snd_una >= self.recovery_point {
+                    self.cc.set_state(&mut self.w, CaState::Open, now);
                     self.ca_state = CaState::Open;
                 }
-                if raise {
+                if raise && !self.rate_cc {
                     self.cc.on_ack(&mut self.w, &sample);
                 }
             }
         }
-
         // A controller that sets cwnd itself does so now, in any state (Linux
         // `tcp_cong_control`), and may mark the connection application-limited.
         if self.rate_cc {
+            rs.ece_delta = ce as u64;
             let mut c = self.conn(now);
             self.cc.cong_control(&mut self.w, &rs, &mut c);
             self.rate.app_limited = c.app_limited;
@@ -1014,6 +1083,9 @@ impl TcpSender {
         self.send_cwr = false;
         self.cc.on_timeout(&self.w, now);
         self.w.cwnd = 1.0;
+        if self.ca_state != CaState::Loss {
+            self.cc.set_state(&mut self.w, CaState::Loss, now);
+        }
         self.retrans_out = 0;
         self.lost_out = 0;
         self.lost_pending = 0;

@@ -21,8 +21,9 @@ use super::Link;
 
 /// An eager link's arrival into its counters: refused on overflow, or enqueued.
 #[inline]
-fn count_arrival(st: &mut Stats, refused: bool, size: u32) {
+fn count_arrival(st: &mut Stats, refused: bool, size: u32, ecn: u8) {
     st.arrivals += 1;
+    st.ecn_arrived[ecn as usize] += 1;
     if refused {
         st.drops[aqm::Cause::Overflow.index()] += 1;
     } else {
@@ -40,6 +41,9 @@ struct Booked {
     start: Time,
     end: Time,
     size: u32,
+    /// The packet's ECN codepoint ([`aqm::Ecn::index`]): DropTail never marks, so
+    /// it leaves as it came.
+    ecn: u8,
     refused: bool,
     /// Admitted packets and bytes booked before this one.
     before: (u64, u64),
@@ -114,7 +118,8 @@ impl<P: QPacket> Link<P> {
     /// admitted packets whose transmission has not started by then): `Ok((start,
     /// end))` of its transmission, or `Err(backlog bytes)` if refused.
     #[inline]
-    pub fn book(&mut self, at: Time, size: u32) -> Result<(Time, Time), u64> {
+    pub fn book(&mut self, at: Time, size: u32, ecn: aqm::Ecn) -> Result<(Time, Time), u64> {
+        let ecn = ecn.index() as u8;
         let e = self.eager.as_deref_mut().expect("an eager link");
         debug_assert!(at >= e.last_arrive, "arrivals at an eager link are booked in time order");
         e.last_arrive = at;
@@ -142,11 +147,12 @@ impl<P: QPacket> Link<P> {
         let e = self.eager.as_deref_mut().expect("an eager link");
         if let Some(u) = &mut e.unbooked {
             let st = &mut self.qdisc.stats;
-            count_arrival(st, refused, size);
+            count_arrival(st, refused, size, ecn);
             if refused {
                 return Err(backlog.bytes);
             }
             if start <= u.run_end {
+                st.ecn_dequeued[ecn as usize] += 1;
                 st.dequeued += 1;
                 st.bytes_dequeued += size as u64;
             }
@@ -158,7 +164,7 @@ impl<P: QPacket> Link<P> {
             e.horizon = end;
             return Ok((start, end));
         }
-        e.book.push_back(Booked { arrive: at, start, end, size, refused, before });
+        e.book.push_back(Booked { arrive: at, start, end, size, ecn, refused, before });
         if refused {
             return Err(backlog.bytes);
         }
@@ -176,7 +182,7 @@ impl<P: QPacket> Link<P> {
         let Some(e) = self.eager.as_deref_mut() else { return };
         let st = &mut self.qdisc.stats;
         while let Some(b) = e.book.get(e.arrived).filter(|b| b.arrive <= t) {
-            count_arrival(st, b.refused, b.size);
+            count_arrival(st, b.refused, b.size, b.ecn);
             if !b.refused {
                 e.queued.packets += 1;
                 e.queued.bytes += b.size as u64;
@@ -190,6 +196,7 @@ impl<P: QPacket> Link<P> {
                     break;
                 }
                 st.dequeued += 1;
+                st.ecn_dequeued[b.ecn as usize] += 1;
                 st.bytes_dequeued += b.size as u64;
                 e.queued.packets -= 1;
                 e.queued.bytes -= b.size as u64;
@@ -225,15 +232,15 @@ mod tests {
         let mut l = link(Limit::packets(2));
         l.set_sampled(true);
         l.make_eager(Time::MAX);
-        assert_eq!(l.book(ms(0.0), 1500), Ok((ms(0.0), ms(1.2))));
-        assert_eq!(l.book(ms(0.0), 1500), Ok((ms(1.2), ms(2.4))));
-        assert_eq!(l.book(ms(0.0), 1500), Ok((ms(2.4), ms(3.6))));
-        assert_eq!(l.book(ms(0.0), 1500), Err(3000));
+        assert_eq!(l.book(ms(0.0), 1500, aqm::Ecn::NotEct), Ok((ms(0.0), ms(1.2))));
+        assert_eq!(l.book(ms(0.0), 1500, aqm::Ecn::NotEct), Ok((ms(1.2), ms(2.4))));
+        assert_eq!(l.book(ms(0.0), 1500, aqm::Ecn::NotEct), Ok((ms(2.4), ms(3.6))));
+        assert_eq!(l.book(ms(0.0), 1500, aqm::Ecn::NotEct), Err(3000));
         // at 1.2 ms the second packet starts (a start precedes an arrival at the
         // same time): one waits, so this one is admitted, to start at 3.6 ms
-        assert_eq!(l.book(ms(1.2), 1500), Ok((ms(3.6), ms(4.8))));
+        assert_eq!(l.book(ms(1.2), 1500, aqm::Ecn::NotEct), Ok((ms(3.6), ms(4.8))));
         // at 10 ms the link is idle: sent at once
-        assert_eq!(l.book(ms(10.0), 500), Ok((ms(10.0), ms(10.4))));
+        assert_eq!(l.book(ms(10.0), 500, aqm::Ecn::NotEct), Ok((ms(10.0), ms(10.4))));
         // just before 1.2 ms: 4 arrivals, 1 refused, 1 sent (busy until 1.2 ms), 2 waiting
         l.settle(Time::from_nanos(ms(1.2).as_nanos() - 1));
         let st = l.stats();
@@ -264,7 +271,7 @@ mod tests {
         let ms = |x: f64| Time::from_nanos((x * 1e6) as u64);
         let mut l = link(Limit::packets(2));
         l.make_eager(ms(3.6));
-        let got: Vec<_> = [(0.0, 1500), (0.0, 1500), (0.0, 1500), (0.0, 1500), (1.2, 1500), (10.0, 500)].iter().map(|&(t, b)| l.book(ms(t), b)).collect();
+        let got: Vec<_> = [(0.0, 1500), (0.0, 1500), (0.0, 1500), (0.0, 1500), (1.2, 1500), (10.0, 500)].iter().map(|&(t, b)| l.book(ms(t), b, aqm::Ecn::NotEct)).collect();
         assert_eq!(got, vec![Ok((ms(0.0), ms(1.2))), Ok((ms(1.2), ms(2.4))), Ok((ms(2.4), ms(3.6))), Err(3000), Ok((ms(3.6), ms(4.8))), Ok((ms(10.0), ms(10.4)))]);
         l.settle(ms(3.6));
         let st = l.stats();

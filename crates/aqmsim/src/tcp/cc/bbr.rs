@@ -816,6 +816,11 @@ mod tests {
             app_limited: 0,
             ca_state: CaState::Open,
             wstamp: now,
+            delivered_ce: 0,
+            snd_una: 0,
+            snd_nxt: in_flight,
+            cwnd_limited: true,
+            packet_size: 1500,
         }
     }
 

@@ -276,15 +276,7 @@ mod tests {
     use super::*;
 
     fn sample(now: Time, acked: u32, min_rtt_ms: u64) -> AckSample {
-        AckSample {
-            now,
-            acked,
-            rtt: Some(Duration::from_millis(min_rtt_ms)),
-            min_rtt: Some(Duration::from_millis(min_rtt_ms)),
-            cwnd_limited: true,
-            snd_una: 0,
-            snd_nxt: 0,
-        }
+        AckSample { acked, rtt: Some(Duration::from_millis(min_rtt_ms)), min_rtt: Some(Duration::from_millis(min_rtt_ms)), ..AckSample::at(now) }
     }
 
     /// Feed one window of single-segment ACKs per RTT, spread evenly, for `secs`.

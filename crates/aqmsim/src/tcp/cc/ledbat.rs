@@ -223,7 +223,7 @@ mod tests {
     }
     fn ack(acked: u32, in_flight: u64) -> AckSample {
         // in_flight: what remains outstanding after this ACK
-        AckSample { now: Time::ZERO, acked, rtt: None, min_rtt: None, cwnd_limited: true, snd_una: 100, snd_nxt: 100 + in_flight }
+        AckSample { acked, snd_una: 100, snd_nxt: 100 + in_flight, ..AckSample::at(Time::ZERO) }
     }
 
     #[test]

@@ -15,14 +15,24 @@
 //! (`tcp/rate.rs`), hands it each ACK's [`RateSample`] with a view of the connection
 //! ([`Conn`]), and leaves out PRR, the window's return to ssthresh at the end of a
 //! reduction and the restart after idle, as Linux does for such a controller.
+//!
+//! ECN: every [`AckSample`] carries the ACK's congestion feedback as Linux counts it
+//! (`delivered_ce`: the segments it reports CE-marked, from the ECE flag under RFC 3168
+//! feedback or from the ACE counter under AccECN; [`RateSample::ece_delta`] and
+//! [`Conn::delivered_ce`] for a controller that sets cwnd itself). A controller can
+//! answer an ECN echo differently from a loss ([`CongestionControl::on_ecn`], DCTCP),
+//! see every ACK before the sender's state machine ([`CongestionControl::in_ack_event`])
+//! and follow the congestion state ([`CongestionControl::set_state`], Prague).
 
 pub mod bbr;
 pub mod cubic;
+pub mod dctcp;
 pub mod ledbat;
 pub mod newreno;
+pub mod prague;
 pub mod reno;
 
-use aqm::{Duration, Time};
+use aqm::{Duration, Ecn, Time};
 use serde::de::{DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +42,8 @@ use crate::rng::SimRng;
 
 pub use bbr::{Bbr, BbrParams};
 pub use cubic::{Cubic, CubicParams};
+pub use dctcp::{Dctcp, DctcpParams};
+pub use prague::{Prague, PragueParams};
 pub use newreno::{NewReno, NewRenoParams};
 pub use reno::{Reno, RenoParams};
 
@@ -90,6 +102,20 @@ pub struct AckSample {
     /// Highest cumulatively acked segment and next new segment, for round tracking.
     pub snd_una: u64,
     pub snd_nxt: u64,
+    /// Segments this ACK reports delivered CE-marked (Linux's `delivered_ce` delta:
+    /// all of `acked` when an RFC 3168 ACK carries ECE, the ACE counter's increase
+    /// under AccECN, RFC 9768 §3.2.2.5).
+    pub ce: u32,
+    /// The ACK signals congestion by ECN (ECE set, or the ACE counter grew).
+    pub ece: bool,
+}
+
+impl AckSample {
+    /// A sample at `now` that reports nothing: no delivery, no RTT, no ECN (tests
+    /// start from it).
+    pub fn at(now: Time) -> AckSample {
+        AckSample { now, acked: 0, rtt: None, min_rtt: None, cwnd_limited: true, snd_una: 0, snd_nxt: 0, ce: 0, ece: false }
+    }
 }
 
 /// The connection as a controller that sets cwnd itself reads it on an ACK, after
@@ -118,6 +144,15 @@ pub struct Conn {
     pub ca_state: CaState,
     /// Earliest departure time of the next segment (`tcp_wstamp_ns`).
     pub wstamp: Time,
+    /// Segments reported delivered CE-marked so far (`tp->delivered_ce`).
+    pub delivered_ce: u64,
+    /// Oldest unacknowledged and next new segment (`snd_una`, `snd_nxt`).
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    /// The sender was limited by cwnd (`tcp_is_cwnd_limited`).
+    pub cwnd_limited: bool,
+    /// Bytes on the wire per full segment (`tcp_mss_to_mtu`).
+    pub packet_size: u32,
 }
 
 pub trait CongestionControl {
@@ -139,6 +174,19 @@ pub trait CongestionControl {
     fn rfc5681_recovery(&self) -> bool {
         false
     }
+    /// Every ACK, in any state, once its deliveries and ECN feedback are counted and
+    /// before the sender's state machine runs (Linux's `in_ack_event`): DCTCP
+    /// updates its estimate of the marked fraction here.
+    fn in_ack_event(&mut self, _w: &Window, _s: &AckSample) {}
+    /// An ECN echo starts a window reduction (the CWR state, RFC 3168 §6.1.2): return
+    /// the new ssthresh. By default as for a loss.
+    fn on_ecn(&mut self, w: &Window, now: Time) -> f64 {
+        self.on_congestion(w, now)
+    }
+    /// The congestion state changes to `to` (Linux's `set_state`, called before the
+    /// state takes effect and before the sender touches cwnd; a timeout's `Loss`
+    /// comes with `on_timeout`, Linux's `CA_EVENT_LOSS`).
+    fn set_state(&mut self, _w: &mut Window, _to: CaState, _now: Time) {}
     /// This controller sets cwnd and the pacing rate itself on every ACK from the
     /// delivery-rate sample ([`CongestionControl::cong_control`]; Linux: the
     /// `cong_control` hook is set).
@@ -155,6 +203,11 @@ pub trait CongestionControl {
     }
     /// The fewest segments per burst (`min_tso_segs`), if this controller sets it.
     fn min_tso_segs(&self) -> Option<u32> {
+        None
+    }
+    /// The segments per burst, if this controller sizes its bursts itself in place of
+    /// `tcp_tso_autosize` (Linux's `tso_segs` hook: Prague's 250 µs bursts).
+    fn tso_segs(&self) -> Option<u64> {
         None
     }
     /// The connection is established (`init`).
@@ -182,6 +235,14 @@ pub trait CcParams: Clone + std::fmt::Debug + PartialEq + Default + Serialize + 
     const LINUX: Option<&'static str>;
     /// Whether the simulator models it (if not, only `aqmlab emulate` runs it).
     const SIMULATED: bool = true;
+    /// It needs ECN whatever `tcp.ecn` says (Linux `TCP_CONG_NEEDS_ECN`: DCTCP, Prague).
+    const NEEDS_ECN: bool = false;
+    /// It needs AccECN feedback whatever `tcp.accecn` says (Linux
+    /// `TCP_CONG_NEEDS_ACCECN`: Prague).
+    const NEEDS_ACCECN: bool = false;
+    /// A scalable controller that sends ECT(1), the L4S identifier (RFC 9331 §4.1;
+    /// Linux `TCP_CONG_WANTS_ECT_1`), instead of ECT(0) (RFC 3168).
+    const L4S: bool = false;
     type Algo: CongestionControl + Clone + std::fmt::Debug;
     /// Checks that cannot be expressed in types; the message starts with the field name.
     fn check(&self) -> Result<(), String> {
@@ -198,6 +259,8 @@ pub struct CcInfo {
     pub params: &'static [(&'static str, &'static str)],
     pub linux: Option<&'static str>,
     pub simulated: bool,
+    pub needs_ecn: bool,
+    pub needs_accecn: bool,
 }
 
 macro_rules! registry {
@@ -226,6 +289,8 @@ macro_rules! registry {
                     params: <$params as CcParams>::DOC,
                     linux: <$params as CcParams>::LINUX,
                     simulated: <$params as CcParams>::SIMULATED,
+                    needs_ecn: <$params as CcParams>::NEEDS_ECN,
+                    needs_accecn: <$params as CcParams>::NEEDS_ACCECN,
                 }, )*
             ];
 
@@ -272,6 +337,21 @@ macro_rules! registry {
             pub fn simulated(&self) -> bool {
                 match self { $( CcSpec::$variant(_) => <$params as CcParams>::SIMULATED, )* }
             }
+
+            /// It needs ECN (and which feedback) whatever the TCP settings say.
+            pub fn needs_ecn(&self) -> bool {
+                match self { $( CcSpec::$variant(_) => <$params as CcParams>::NEEDS_ECN, )* }
+            }
+            pub fn needs_accecn(&self) -> bool {
+                match self { $( CcSpec::$variant(_) => <$params as CcParams>::NEEDS_ACCECN, )* }
+            }
+
+            /// The ECN codepoint its packets carry when ECN is on: ECT(1) for an L4S
+            /// controller (RFC 9331 §4.1), ECT(0) otherwise (RFC 3168).
+            pub fn ect(&self) -> Ecn {
+                let l4s = match self { $( CcSpec::$variant(_) => <$params as CcParams>::L4S, )* };
+                if l4s { Ecn::Ect1 } else { Ecn::Ect0 }
+            }
         }
 
         impl CongestionControl for AnyCc {
@@ -297,6 +377,15 @@ macro_rules! registry {
                 match self { $( AnyCc::$variant(c) => c.rfc5681_recovery(), )* }
             }
             #[inline]
+            fn in_ack_event(&mut self, w: &Window, s: &AckSample) {
+                match self { $( AnyCc::$variant(c) => c.in_ack_event(w, s), )* }
+            }
+            fn on_ecn(&mut self, w: &Window, now: Time) -> f64 {
+                match self { $( AnyCc::$variant(c) => c.on_ecn(w, now), )* }
+            }
+            fn set_state(&mut self, w: &mut Window, to: CaState, now: Time) {
+                match self { $( AnyCc::$variant(c) => c.set_state(w, to, now), )* }
+            }
             fn controls_cwnd(&self) -> bool {
                 match self { $( AnyCc::$variant(c) => c.controls_cwnd(), )* }
             }
@@ -309,6 +398,9 @@ macro_rules! registry {
             }
             fn min_tso_segs(&self) -> Option<u32> {
                 match self { $( AnyCc::$variant(c) => c.min_tso_segs(), )* }
+            }
+            fn tso_segs(&self) -> Option<u64> {
+                match self { $( AnyCc::$variant(c) => c.tso_segs(), )* }
             }
             fn on_init(&mut self, w: &mut Window, c: &Conn) {
                 match self { $( AnyCc::$variant(x) => x.on_init(w, c), )* }
@@ -333,6 +425,8 @@ registry! {
     "reno" => Reno(reno::RenoParams),
     "bbr" => Bbr(bbr::BbrParams),
     "ledbat" => Ledbat(ledbat::LedbatParams),
+    "dctcp" => Dctcp(dctcp::DctcpParams),
+    "prague" => Prague(prague::PragueParams),
 }
 
 impl Default for CcSpec {

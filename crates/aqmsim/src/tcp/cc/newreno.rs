@@ -49,7 +49,7 @@ mod tests {
     use aqm::Time;
 
     fn sample(acked: u32) -> AckSample {
-        AckSample { now: Time::ZERO, acked, rtt: None, min_rtt: None, cwnd_limited: true, snd_una: 0, snd_nxt: 0 }
+        AckSample { acked, ..AckSample::at(Time::ZERO) }
     }
 
     #[test]

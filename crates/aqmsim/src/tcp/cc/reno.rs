@@ -51,7 +51,7 @@ mod tests {
 
     #[test]
     fn window_growth_and_reduction_are_newreno_s() {
-        let s = AckSample { now: Time::ZERO, acked: 4, rtt: None, min_rtt: None, cwnd_limited: true, snd_una: 0, snd_nxt: 0 };
+        let s = AckSample { acked: 4, ..AckSample::at(Time::ZERO) };
         let (mut a, mut b) = (Reno::default(), NewReno);
         for start in [Window { cwnd: 10.0, ssthresh: 12.0 }, Window { cwnd: 30.0, ssthresh: 20.0 }] {
             let (mut wa, mut wb) = (start, start);

@@ -42,7 +42,6 @@
 //! splitting, and per-packet memory overhead (memory counts packet bytes, Linux counts
 //! buffer truesize).
 
-use serde::{Deserialize, Serialize};
 
 use std::collections::VecDeque;
 
@@ -51,214 +50,20 @@ use crate::fq_codel::mix;
 use crate::packet::seq_after;
 use crate::queue::{Backlog, Limit};
 use crate::time::{Duration, Time};
-use crate::units::{Bytes, Rate};
 use crate::{Admit, Aqm, Cause, Counter, Ctx, Departure, Dropped, Ecn, Probe, QPacket, TcpAck};
+
+mod ack_filter;
+mod hashing;
+mod params;
+
+pub use ack_filter::sack_compare;
+pub use params::*;
+use params::{DST_IP, FLOWS, SRC_IP};
 
 /// Number of flow queues (sch_cake `CAKE_QUEUES`).
 pub const QUEUES: usize = 1024;
 /// Ways of the set-associative hash (sch_cake `CAKE_SET_WAYS`).
 pub const WAYS: usize = 8;
-
-/// What CAKE isolates (`tc-cake(8)` flow isolation keywords; sch_cake's bits:
-/// source host 1, destination host 2, flows 4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum FlowMode {
-    #[serde(rename = "flowblind")]
-    Flowblind,
-    #[serde(rename = "srchost")]
-    Srchost,
-    #[serde(rename = "dsthost")]
-    Dsthost,
-    #[serde(rename = "hosts")]
-    Hosts,
-    #[serde(rename = "flows")]
-    Flows,
-    #[serde(rename = "dual-srchost")]
-    DualSrchost,
-    #[serde(rename = "dual-dsthost")]
-    DualDsthost,
-    #[serde(rename = "triple-isolate")]
-    TripleIsolate,
-}
-
-impl FlowMode {
-    /// sch_cake's `CAKE_FLOW_*` value.
-    pub fn bits(self) -> u8 {
-        self as u8
-    }
-    fn has(self, bit: u8) -> bool {
-        self.bits() & bit != 0
-    }
-    /// Fairness between source hosts as well as flows (`cake_dsrc`).
-    pub fn dual_src(self) -> bool {
-        self.bits() & 5 == 5
-    }
-    /// Fairness between destination hosts as well as flows (`cake_ddst`).
-    pub fn dual_dst(self) -> bool {
-        self.bits() & 6 == 6
-    }
-}
-
-const SRC_IP: u8 = 1;
-const DST_IP: u8 = 2;
-const FLOWS: u8 = 4;
-
-/// Link-layer framing of the shaper's accounting (`tc-cake(8)`: `noatm`, `atm`, `ptm`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Framing {
-    /// No cell framing.
-    None,
-    /// ATM: 48 payload bytes per 53-byte cell (ADSL).
-    Atm,
-    /// PTM: 64b/65b coding (VDSL2).
-    Ptm,
-}
-
-/// The ACK filter (`tc-cake(8)`: `no-ack-filter`, `ack-filter`, `ack-filter-aggressive`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AckFilter {
-    Off,
-    On,
-    Aggressive,
-}
-
-/// CAKE's parameters. Defaults are `tc-cake(8)`'s; the link's buffer plays the role of
-/// Linux's packet limit.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CakeParams {
-    /// The shaper's rate; none: unlimited (tc-cake `unlimited`, the default).
-    pub bandwidth: Option<Rate>,
-    /// The RTT CAKE tunes COBALT's interval to (tc-cake `rtt`: 100 ms, "internet").
-    pub rtt: Duration,
-    /// COBALT's target (tc-cake: rtt / 20 = 5 ms).
-    pub target: Option<Duration>,
-    /// Flow isolation (tc-cake: triple-isolate).
-    pub flow_mode: FlowMode,
-    /// Bytes added to each packet's size for the shaper (tc-cake `overhead`: 0, raw).
-    pub overhead: i32,
-    /// Minimum packet size for the shaper (tc-cake `mpu`: 0).
-    pub mpu: u32,
-    /// Cell framing for the shaper (tc-cake: noatm).
-    pub framing: Framing,
-    /// The ACK filter (tc-cake: no-ack-filter).
-    pub ack_filter: AckFilter,
-    /// Ingress mode: drops count against the shaper (tc-cake `ingress`: off, egress).
-    pub ingress: bool,
-    /// Memory limit; none: tc-cake's automatic one (4 x bandwidth x rtt, at least 4 MB,
-    /// at most 10240 MTUs; unlimited rate: 10240 MTUs).
-    pub memlimit: Option<Bytes>,
-    /// The device MTU (Linux `psched_mtu`: 1514 B on Ethernet).
-    pub mtu: Bytes,
-    /// Salt of the flow and host hashes (fixed for determinism; Linux: random).
-    pub hash_perturbation: u64,
-}
-
-impl Default for CakeParams {
-    fn default() -> Self {
-        CakeParams {
-            bandwidth: None,
-            rtt: Duration::from_millis(100),
-            target: None,
-            flow_mode: FlowMode::TripleIsolate,
-            overhead: 0,
-            mpu: 0,
-            framing: Framing::None,
-            ack_filter: AckFilter::Off,
-            ingress: false,
-            memlimit: None,
-            mtu: Bytes(1514),
-            hash_perturbation: 0,
-        }
-    }
-}
-
-impl CakeParams {
-    pub const DOC: &'static [(&'static str, &'static str)] = &[
-        ("bandwidth", "shaper rate, e.g. \"9Mbps\"; absent: unlimited (tc-cake default)"),
-        ("rtt", "RTT the COBALT interval is set to (tc-cake: 100 ms)"),
-        ("target", "COBALT target (tc-cake: rtt/20 = 5 ms)"),
-        ("flow_mode", "flowblind | srchost | dsthost | hosts | flows | dual-srchost | dual-dsthost | triple-isolate (tc-cake default)"),
-        ("overhead", "bytes added per packet for the shaper (tc-cake overhead: 0)"),
-        ("mpu", "minimum packet size for the shaper (tc-cake mpu: 0)"),
-        ("framing", "none | atm (53/48 cells) | ptm (64b/65b) for the shaper (tc-cake: noatm)"),
-        ("ack_filter", "off | on | aggressive (tc-cake: no-ack-filter)"),
-        ("ingress", "ingress mode: drops are charged to the shaper (tc-cake: egress)"),
-        ("memlimit", "memory limit; absent: tc-cake's automatic one"),
-        ("mtu", "device MTU (Linux psched_mtu: 1514 B)"),
-        ("hash_perturbation", "salt of the flow and host hashes (fixed for determinism)"),
-    ];
-
-    pub fn validate(&self) -> Result<(), String> {
-        if self.rtt.is_zero() {
-            return Err("rtt: must be greater than zero".into());
-        }
-        if self.target.is_some_and(|t| t.is_zero()) {
-            return Err("target: must be greater than zero".into());
-        }
-        if self.bandwidth.is_some_and(|r| r.bps() < 8) {
-            return Err("bandwidth: must be at least 8bps (leave it out for an unlimited CAKE)".into());
-        }
-        if !(-64..=256).contains(&self.overhead) {
-            return Err(format!("overhead: must be in [-64, 256] bytes (as tc-cake), got {}", self.overhead));
-        }
-        if self.mpu > 256 {
-            return Err(format!("mpu: must be at most 256 bytes (as tc-cake), got {}", self.mpu));
-        }
-        if self.mtu.0 == 0 || self.mtu.0 > 65_535 {
-            return Err(format!("mtu: must be in [1, 65535] bytes, got {}", self.mtu.0));
-        }
-        if self.memlimit.is_some_and(|m| m.0 == 0) {
-            return Err("memlimit: must be greater than zero".into());
-        }
-        Ok(())
-    }
-
-    /// tc-cake: `rtt` sets the target to rtt / 20 unless it is given.
-    pub fn target(&self) -> Duration {
-        self.target.unwrap_or(Duration::from_nanos((self.rtt.as_nanos() / 20).max(1_000)))
-    }
-}
-
-/// The shaper's time per byte, as sch_cake `cake_set_rate` keeps it: `rate_ns >>
-/// rate_shft` nanoseconds per byte.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ShaperRate {
-    pub rate_ns: u64,
-    pub rate_shft: u32,
-}
-
-impl ShaperRate {
-    /// From a rate in bytes per second (sch_cake: at least 64 B/s).
-    pub fn new(bytes_per_s: u64) -> ShaperRate {
-        let mut shft = 34u32;
-        let mut ns = (1_000_000_000u64 << shft) / bytes_per_s.max(64);
-        while ns >> 34 != 0 {
-            ns >>= 1;
-            shft -= 1;
-        }
-        ShaperRate { rate_ns: ns, rate_shft: shft }
-    }
-    /// Time to send `len` bytes, ns.
-    pub fn time(&self, len: u64) -> u64 {
-        (len * self.rate_ns) >> self.rate_shft
-    }
-}
-
-/// sch_cake `cake_calc_overhead` on an IP length (`off` = 0).
-pub fn adjusted_len(p: &CakeParams, len: u32) -> u32 {
-    let mut len = (len as i64 + p.overhead as i64).max(0) as u32;
-    if len < p.mpu {
-        len = p.mpu;
-    }
-    match p.framing {
-        Framing::None => len,
-        Framing::Atm => len.div_ceil(48) * 53,
-        Framing::Ptm => len + len.div_ceil(64),
-    }
-}
 
 /// Which rotation a flow queue is in (sch_cake `CAKE_SET_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -453,152 +258,6 @@ impl<P: QPacket> Cake<P> {
         }
     }
 
-    fn hash32(&self, key: u64) -> u32 {
-        mix(key ^ self.params.hash_perturbation) as u32
-    }
-
-    /// sch_cake `cake_hash`: the flow queue of a packet, with the set-associative
-    /// lookup and, in the dual and triple modes, its hosts' slots.
-    pub fn classify(&mut self, pkt: &P) -> usize {
-        let mode = self.params.flow_mode;
-        if mode == FlowMode::Flowblind {
-            return 0;
-        }
-        let src_hash = self.hash32(pkt.src_host());
-        let dst_hash = self.hash32(pkt.dst_host());
-        let mut flow_hash = if mode.has(FLOWS) { self.hash32(pkt.flow_key()) } else { 0 };
-        if !mode.has(FLOWS) {
-            if mode.has(SRC_IP) {
-                flow_hash ^= src_hash;
-            }
-            if mode.has(DST_IP) {
-                flow_hash ^= dst_hash;
-            }
-        }
-        let mut reduced = flow_hash as usize % QUEUES;
-        if self.tags[reduced] == flow_hash && self.flows[reduced].set != Set::None {
-            self.ways.directs += 1;
-            return reduced;
-        }
-        let inner = reduced % WAYS;
-        let outer = reduced - inner;
-        let (mut alloc_src, mut alloc_dst) = (false, false);
-        let mut k = inner;
-        let mut found = false;
-        // a queue of the set already reserved for this flow?
-        for i in 0..WAYS {
-            if self.tags[outer + k] == flow_hash {
-                if i > 0 {
-                    self.ways.hits += 1;
-                }
-                if self.flows[outer + k].set == Set::None {
-                    alloc_src = mode.dual_src();
-                    alloc_dst = mode.dual_dst();
-                }
-                found = true;
-                break;
-            }
-            k = (k + 1) % WAYS;
-        }
-        if !found {
-            // an empty one?
-            for _ in 0..WAYS {
-                if self.flows[outer + k].set == Set::None {
-                    self.ways.misses += 1;
-                    alloc_src = mode.dual_src();
-                    alloc_dst = mode.dual_dst();
-                    found = true;
-                    break;
-                }
-                k = (k + 1) % WAYS;
-            }
-        }
-        if !found {
-            // no empty queue: accept the collision in the original queue
-            self.ways.collisions += 1;
-            if self.flows[outer + k].set == Set::Bulk {
-                let f = &self.flows[reduced];
-                self.hosts[f.srchost as usize].src_bulk -= 1;
-                self.hosts[f.dsthost as usize].dst_bulk -= 1;
-            }
-            alloc_src = mode.dual_src();
-            alloc_dst = mode.dual_dst();
-        }
-        reduced = outer + k;
-        self.tags[reduced] = flow_hash;
-        if alloc_src {
-            let idx = self.host_slot(src_hash, true);
-            if self.flows[reduced].set == Set::Bulk {
-                self.hosts[idx].src_bulk += 1;
-            }
-            self.flows[reduced].srchost = idx as u16;
-        }
-        if alloc_dst {
-            let idx = self.host_slot(dst_hash, false);
-            if self.flows[reduced].set == Set::Bulk {
-                self.hosts[idx].dst_bulk += 1;
-            }
-            self.flows[reduced].dsthost = idx as u16;
-        }
-        reduced
-    }
-
-    /// A host's slot in the set-associative host table: the one tagged with it, else
-    /// one without bulk flows (tagging it), else the first of the set.
-    fn host_slot(&mut self, hash: u32, src: bool) -> usize {
-        let idx = hash as usize % QUEUES;
-        let inner = idx % WAYS;
-        let outer = idx - inner;
-        let mut k = inner;
-        for _ in 0..WAYS {
-            let h = &self.hosts[outer + k];
-            if (if src { h.src_tag } else { h.dst_tag }) == hash {
-                return outer + k;
-            }
-            k = (k + 1) % WAYS;
-        }
-        for _ in 0..WAYS {
-            let h = &self.hosts[outer + k];
-            if (if src { h.src_bulk } else { h.dst_bulk }) == 0 {
-                break;
-            }
-            k = (k + 1) % WAYS;
-        }
-        if src {
-            self.hosts[outer + k].src_tag = hash;
-        } else {
-            self.hosts[outer + k].dst_tag = hash;
-        }
-        outer + k
-    }
-
-    /// The bulk-flow load of a flow's hosts in the dual and triple modes (at least 1).
-    fn host_load(&self, idx: usize) -> u16 {
-        let mode = self.params.flow_mode;
-        let f = &self.flows[idx];
-        let mut load = 1;
-        if mode.dual_src() {
-            load = load.max(self.hosts[f.srchost as usize].src_bulk);
-        }
-        if mode.dual_dst() {
-            load = load.max(self.hosts[f.dsthost as usize].dst_bulk);
-        }
-        load
-    }
-
-    fn bulk_hosts(&mut self, idx: usize, up: bool) {
-        let mode = self.params.flow_mode;
-        let (s, d) = (self.flows[idx].srchost as usize, self.flows[idx].dsthost as usize);
-        if mode.dual_src() {
-            let c = &mut self.hosts[s].src_bulk;
-            *c = if up { *c + 1 } else { *c - 1 };
-        }
-        if mode.dual_dst() {
-            let c = &mut self.hosts[d].dst_bulk;
-            *c = if up { *c + 1 } else { *c - 1 };
-        }
-    }
-
     /// sch_cake `cake_advance_shaper`: charge `len` (adjusted) bytes to the shaper.
     fn advance_shaper(&mut self, len: u32, drop: bool) {
         if let Some(s) = self.shaper {
@@ -645,99 +304,8 @@ impl<P: QPacket> Cake<P> {
         let b = self.backlog;
         b.bytes > self.buffer_limit || self.limit.packets.is_some_and(|p| b.packets > p) || self.limit.bytes.is_some_and(|x| b.bytes > x)
     }
-
-    /// sch_cake `cake_ack_filter` on flow `idx`, whose tail just arrived: the position
-    /// of an older ACK the new one makes redundant, if any.
-    fn ack_filter(&self, idx: usize) -> Option<usize> {
-        let aggressive = self.params.ack_filter == AckFilter::Aggressive;
-        let items = &self.flows[idx].items;
-        if items.len() < 2 {
-            return None;
-        }
-        let tail = &items[items.len() - 1].pkt;
-        let trig = tail.tcp_ack()?;
-        let (tsval, tsecr) = trig.timestamps.unwrap_or((0, 0));
-        let flags = |a: &TcpAck| (a.ece, a.cwr);
-        let mut elig: Option<(usize, (bool, bool))> = None;
-        let mut num_found = 0i32;
-        for (i, it) in items.iter().enumerate().take(items.len() - 1) {
-            let Some(check) = it.pkt.tcp_ack() else { continue };
-            // only the same flow (Linux: the same addresses and ports)
-            if it.pkt.flow_key() != tail.flow_key() {
-                continue;
-            }
-            // ECE/CWR changed since the eligible ACK: dropping it would lose information
-            if let Some((_, f)) = elig {
-                if flags(&check) != f {
-                    elig = None;
-                    num_found -= 1;
-                }
-            }
-            // only pure ACKs, with timestamps not newer than the trigger's, and no
-            // higher cumulative ACK
-            let ts_newer = check.timestamps.is_some_and(|(v, e)| seq_after(v, tsval) || seq_after(e, tsecr));
-            if !check.pure || ts_newer || seq_after(check.ack, trig.ack) {
-                continue;
-            }
-            let sack = sack_compare(&check, &trig);
-            if sack < 0 || (check.ack == trig.ack && sack == 0) {
-                continue;
-            }
-            if elig.is_none() {
-                elig = Some((i, flags(&check)));
-            }
-            let before = num_found;
-            num_found += 1;
-            if before > 0 {
-                return elig.map(|e| e.0);
-            }
-        }
-        // a single eligible ACK: in aggressive mode, if it is right ahead of the new one
-        // and has the same flags
-        match elig {
-            Some((i, f)) if aggressive && i + 2 == items.len() && f == flags(&trig) => Some(i),
-            _ => None,
-        }
-    }
 }
 
-/// sch_cake `cake_tcph_sack_compare(a, b)`: -1 if `a` SACKs something `b` does not (or
-/// carries a D-SACK), 1 if `b` SACKs strictly more, 0 if the same.
-pub fn sack_compare(a: &TcpAck, b: &TcpAck) -> i32 {
-    let (sa, sb) = (a.sack_blocks(), b.sack_blocks());
-    match (sa.is_empty(), sb.is_empty()) {
-        (false, true) => return -1,
-        (true, false) => return 1,
-        (true, true) => return 0,
-        (false, false) => {}
-    }
-    let (mut bytes_a, mut bytes_b) = (0u32, 0u32);
-    let mut first = true;
-    for &(start_a, end_a) in sa {
-        // D-SACK: always greater, never dropped
-        if seq_after(a.ack, start_a) {
-            return -1;
-        }
-        bytes_a = bytes_a.wrapping_add(end_a.wrapping_sub(start_a));
-        let mut found = false;
-        for &(start_b, end_b) in sb {
-            if first {
-                bytes_b = bytes_b.wrapping_add(end_b.wrapping_sub(start_b));
-            }
-            if !seq_after(start_b, start_a) && !seq_after(end_a, end_b) {
-                found = true;
-                if !first {
-                    break;
-                }
-            }
-        }
-        if !found {
-            return -1;
-        }
-        first = false;
-    }
-    if bytes_b > bytes_a { 1 } else { 0 }
-}
 
 impl<P: QPacket> Aqm<P> for Cake<P> {
     fn enqueue(&mut self, pkt: P, ctx: &mut Ctx<'_>, drops: &mut Vec<Dropped<P>>) -> Admit {
@@ -956,6 +524,9 @@ impl crate::spec::AqmParams for CakeParams {
     fn complete(&mut self) {
         self.target = Some(self.target());
     }
+    fn marks_ecn(&self) -> bool {
+        true
+    }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Box::new(Cake::new(self, limit))
     }
@@ -969,6 +540,7 @@ impl crate::spec::AqmParams for CakeParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::{Bytes, Rate};
     use crate::testing::{ctx, rng};
     use rand_xoshiro::Xoshiro256PlusPlus;
 
