@@ -217,6 +217,9 @@ impl crate::AqmParams for BlueParams {
     fn check(&self) -> Result<(), String> {
         BlueParams::validate(self)
     }
+    fn marks_ecn(&self) -> bool {
+        self.ecn
+    }
     fn build<P: QPacket>(&self, limit: Limit) -> Self::Algo<P> {
         Blue::new(self, limit)
     }
