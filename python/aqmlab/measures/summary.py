@@ -1,5 +1,6 @@
 """summary.json: `summarize` makes it from the raw columns the core hands back (each
-link's figures, each traffic class's, the reverse bottleneck's); `headline` and the
+link's figures, each traffic class's, the reverse bottleneck's; `link_utilization`
+is the utilization column `results.py` adds to the link rows); `headline` and the
 headline table read it back for reports, comparisons and the command line.
 """
 
