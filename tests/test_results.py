@@ -156,3 +156,32 @@ def test_summaries_only_mode_matches_the_packet_rows():
     counts = {m["name"]: m["count"] for m in lean.meta["histograms"]}
     assert h.groupby("name", observed=True)["count"].sum().to_dict() == {k: v for k, v in counts.items() if v}
     assert (h["lo_ms"] < h["hi_ms"]).all()
+
+
+def test_the_table_writer_starts_after_pyarrow_registered_its_kernels(tmp_path):
+    """The run folder's tables are written by a thread while the report is drawn. pyarrow
+    registers its compute kernels on the first import of pyarrow.compute, unlocked; if
+    that import ran in another thread during a write, the writer's kernel lookups could
+    miss ("No function registered with name: unique", seen in CI). A run's tables are
+    built without pyarrow.compute, so the writer must import it before it starts."""
+    script = r"""
+import sys, threading
+import aqmlab
+
+r = aqmlab.run(overrides=["duration=5s"])
+assert "pyarrow._compute" not in sys.modules, "the check needs a process without it"
+seen = []
+start = threading.Thread.start
+def checked_start(self):
+    if self.name == "aqmlab-write-tables":
+        seen.append("pyarrow._compute" in sys.modules)
+    return start(self)
+threading.Thread.start = checked_start
+r.write(sys.argv[1], report=False)
+print(seen)
+"""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "run")], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[True]"

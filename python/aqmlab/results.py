@@ -79,6 +79,8 @@ def _ms(ns: np.ndarray) -> pa.Array:
     return _arr(ns / 1e6, mask=ns < 0)
 
 
+# Per-flow loss-recovery counters only the simulator has (docs/outputs.md).
+SIM_RECOVERY_COUNTERS = ("loss_probes", "loss_probe_recoveries", "dsacks", "undos", "spurious_rtos", "lost_retransmits")
 _DTYPES = {"u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "i64": np.int64, "f64": np.float64, "bool": np.bool_}
 
 
@@ -260,6 +262,9 @@ class RunResult(Run):
                 "timeouts": _arr(f["timeouts"]),
                 "recoveries": _arr(f["recoveries"]),
                 "ecn_reductions": _arr(f["ecn_reductions"]),
+                # the simulator's loss-recovery counters (an emulated run's are the
+                # kernel's, in summary.json's emulation block)
+                **{k: _arr(f[k]) for k in SIM_RECOVERY_COUNTERS if k in f},
                 "drops": _arr(f["drops"]),
                 "ack_drops": _arr(f["ack_drops"]),
                 "marks": _arr(f["marks"]),
@@ -434,6 +439,15 @@ class RunResult(Run):
         import threading
 
         from . import manifest as _manifest
+
+        # pyarrow registers most of its compute kernels when pyarrow.compute is first
+        # imported, into a registry that lookups do not lock; the Parquet writer looks
+        # kernels up ("unique", "take") with the GIL released. Were the first import to
+        # happen in another thread (the report's drawing, the CLI's prewarm) while the
+        # writer runs, a lookup could miss: "No function registered with name: unique".
+        # Importing it here, before the writer starts, closes that window (the import
+        # waits for another thread's import of it to finish).
+        import pyarrow.compute  # noqa: F401
 
         md = self.table_metadata()
         tables = [(name, getattr(self, name)) for name in TABLES]  # built here, before the writer thread reads them

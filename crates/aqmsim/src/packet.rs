@@ -31,20 +31,21 @@ impl Kind {
 }
 
 /// Up to three SACK blocks (RFC 2018), as segment ranges `[start, end)`. Offsets from
-/// the cumulative ACK keep the packet small.
+/// the cumulative ACK keep the packet small; they are signed because a D-SACK block
+/// (RFC 2883), always the first, may lie below the cumulative ACK.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct SackBlocks {
-    blocks: [(u32, u32); 3],
+    blocks: [(i32, i32); 3],
     n: u8,
 }
 
 impl SackBlocks {
     pub const MAX: usize = 3;
     pub fn push(&mut self, ack: u64, start: u64, end: u64) {
-        debug_assert!(start > ack && end > start);
+        debug_assert!(end > start);
         if (self.n as usize) < Self::MAX {
-            self.blocks[self.n as usize] = ((start - ack) as u32, (end - ack) as u32);
+            self.blocks[self.n as usize] = ((start as i64 - ack as i64) as i32, (end as i64 - ack as i64) as i32);
             self.n += 1;
         }
     }
@@ -55,7 +56,11 @@ impl SackBlocks {
         self.n == 0
     }
     pub fn iter(&self, ack: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.blocks[..self.n as usize].iter().map(move |&(s, e)| (ack + s as u64, ack + e as u64))
+        self.blocks[..self.n as usize].iter().map(move |&(s, e)| ((ack as i64 + s as i64) as u64, (ack as i64 + e as i64) as u64))
+    }
+    /// The first block, if any.
+    pub fn first(&self, ack: u64) -> Option<(u64, u64)> {
+        self.iter(ack).next()
     }
 }
 

@@ -300,6 +300,18 @@ tables! {
         recoveries: u64,
         /// Window reductions on ECN-Echo.
         ecn_reductions: u64,
+        /// Tail loss probes sent (Linux `TCPLossProbes`).
+        loss_probes: u64,
+        /// Losses a tail loss probe repaired (`TCPLossProbeRecovery`).
+        loss_probe_recoveries: u64,
+        /// Segments the receiver reported duplicate with D-SACK (`tcpi_dsack_dups`).
+        dsacks: u64,
+        /// Window reductions undone as spurious (Linux's `TCP*Undo` counters).
+        undos: u64,
+        /// Retransmission timeouts F-RTO found spurious (`TCPSpuriousRTOs`).
+        spurious_rtos: u64,
+        /// Retransmissions found lost in turn (`TCPLostRetransmit`).
+        lost_retransmits: u64,
         /// Forward packets of this flow dropped anywhere; its ACKs dropped; CE marks.
         drops: u64,
         /// Its ACKs dropped anywhere.

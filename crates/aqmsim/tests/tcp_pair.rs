@@ -8,9 +8,10 @@ use aqmsim::aqm::{Duration, Rate, Time};
 use aqmsim::packet::{Kind, Packet};
 use aqmsim::tcp::sender::CaState;
 use aqmsim::tcp::CcSpec;
-use aqmsim::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use aqmsim::tcp::{Recovery, TcpConfig, TcpReceiver, TcpSender};
 
 type LossFn = Box<dyn FnMut(u64, bool, Time) -> bool>;
+type DelayFn = Box<dyn FnMut(&Packet, Time) -> Duration>;
 
 struct Pair {
     snd: TcpSender,
@@ -30,6 +31,8 @@ struct Pair {
     lost: u64,
     /// Segments to mark CE on their first transmission, if ECN-capable.
     ce: Vec<u64>,
+    /// Extra delay of a packet (data or ACK) sent at a time: reordering, delay spikes.
+    delay: DelayFn,
 }
 
 impl Pair {
@@ -47,6 +50,7 @@ impl Pair {
             sends: BTreeMap::new(),
             lost: 0,
             ce: Vec::new(),
+            delay: Box::new(|_, _| Duration::ZERO),
         }
     }
 
@@ -55,6 +59,7 @@ impl Pair {
             if p.kind == Kind::Data && !p.retx() && p.ecn.is_ect() && self.ce.contains(&p.seq) {
                 p.ecn = aqmsim::aqm::Ecn::Ce;
             }
+            let extra = (self.delay)(&p, self.now);
             let at = if p.kind.is_forward() {
                 if p.kind == Kind::Data {
                     self.sends.entry(p.seq).or_default().push(self.now);
@@ -70,7 +75,7 @@ impl Pair {
                 self.now + self.one_way
             };
             self.n += 1;
-            self.wire.insert((at, self.n), p);
+            self.wire.insert((at + extra, self.n), p);
         }
     }
 
@@ -213,7 +218,9 @@ fn prr_reduces_the_window_to_ssthresh_by_the_end_of_recovery() {
         }
     }
     assert!(saw_recovery);
-    // RFC 6937: on exit cwnd = ssthresh
+    // RFC 6937: on exit cwnd = ssthresh (Linux tcp_end_cwnd_reduction); the same
+    // ACK's congestion avoidance (tcp_cong_control) only counts toward the next
+    // segment (snd_cwnd_cnt)
     assert_eq!(p.snd.w.cwnd, p.snd.w.ssthresh);
     assert_eq!(p.snd.stats.timeouts, 0);
 }
@@ -345,8 +352,10 @@ fn reno_without_sack_ends_recovery_on_the_first_new_ack_newreno_does_not() {
 }
 
 #[test]
-fn a_persistent_connection_restarts_from_the_initial_window_after_idling() {
-    // RFC 5681 §4.1: after an idle period longer than the RTO, cwnd = min(IW, cwnd).
+fn a_persistent_connection_restarts_its_window_after_idling() {
+    // RFC 2861 / Linux tcp_cwnd_restart: after an idle period longer than the RTO,
+    // cwnd halves once per RTO of idle time, down to the initial window: 5 s of
+    // idle time take it all the way to 10.
     for restart in [true, false] {
         let c = TcpConfig { slow_start_after_idle: restart, ..cfg() };
         let mut p = Pair::new(c, |_, _, _| false);
@@ -368,6 +377,16 @@ fn a_persistent_connection_restarts_from_the_initial_window_after_idling() {
         // the second response's last segment carries the 7 odd bytes
         assert_eq!(p.rcv.bytes_delivered, 400 * 1460 + 7);
     }
+    // an idle period of 1.5 RTOs halves cwnd once (and ssthresh keeps 3/4 of it)
+    let mut p = Pair::new(cfg(), |_, _, _| false);
+    p.start(Some(300 * 1460));
+    p.run(Time::from_secs(30));
+    let (grown, rto) = (p.snd.w.cwnd, p.snd.rtt.rto());
+    p.now = p.now + rto.mul_f64(1.5);
+    let mut out = Vec::new();
+    p.snd.send_more(p.now, 100 * 1460, &mut out);
+    assert_eq!(p.snd.w.cwnd, (grown / 2.0).floor().max(10.0));
+    assert!(p.snd.w.ssthresh >= (grown * 0.75).floor());
 }
 
 /// An ACK as the receiver would send it: cumulative `seq`, at most one SACK block,
@@ -397,7 +416,8 @@ fn only_an_ack_of_new_data_raises_the_window() {
     // segment 1 is missing; 2 and then 3 arrive: two SACK-only ACKs, below dupthresh
     s.on_packet(&ack(1, Some((2, 3)), Time::ZERO, t), t, &mut out);
     s.on_packet(&ack(1, Some((2, 4)), Time::ZERO, t), t, &mut out);
-    assert_eq!((s.w.cwnd, s.ca_state), (11.0, CaState::Open));
+    // (Linux's Disorder state: SACKs seen, no loss detected yet)
+    assert_eq!((s.w.cwnd, s.ca_state), (11.0, CaState::Disorder));
     // segment 1 arrives: the ACK to 5 delivers 1 and 4 (2 and 3 counted when SACKed)
     s.on_packet(&ack(5, None, Time::ZERO, t), t, &mut out);
     assert_eq!(s.w.cwnd, 13.0);
@@ -412,6 +432,7 @@ fn after_a_timeout_without_sack_duplicate_acks_do_not_clock_out_go_back_n() {
     let mut out = Vec::new();
     s.start(Time::ZERO, None, &mut out);
     out.clear();
+    // (without SACK there is no tail loss probe: the first timer is the RTO)
     let rto = s.poll_at().unwrap();
     s.on_timer(rto, &mut out);
     assert_eq!((s.ca_state, s.w.cwnd, out.len()), (CaState::Loss, 1.0, 1));
@@ -431,7 +452,8 @@ fn the_echoed_timestamp_of_a_retransmission_samples_the_rtt_and_ends_the_back_of
     // Karn's rule gives no sample from retransmitted data; the timestamp echo does
     // (RFC 7323 §4.1, Linux `tcp_ack_update_rtt`), and a sample ends the back-off
     // (RFC 6298 §5.7).
-    let mut s = TcpSender::new(0, &cfg());
+    let c = TcpConfig { tlp: false, ..cfg() };
+    let mut s = TcpSender::new(0, &c);
     let mut out = Vec::new();
     s.start(Time::ZERO, None, &mut out);
     out.clear();
@@ -445,9 +467,123 @@ fn the_echoed_timestamp_of_a_retransmission_samples_the_rtt_and_ends_the_back_of
     assert_eq!(s.rtt.backoffs(), 0);
     assert_eq!(s.rtt.srtt(), Some(Duration::from_millis(120)));
     // without an echo, no sample: the back-off stays
-    let mut s = TcpSender::new(0, &cfg());
+    let mut s = TcpSender::new(0, &c);
     s.start(Time::ZERO, None, &mut out);
     s.on_timer(rto, &mut out);
     s.on_packet(&ack(10, None, Time::ZERO, back), back, &mut out);
     assert_eq!((s.rtt.backoffs(), s.rtt.srtt()), (1, None));
+}
+
+#[test]
+fn a_lost_last_segment_is_repaired_by_a_tail_loss_probe_not_a_timeout() {
+    // RFC 8985 §7 (Linux tcp_early_retrans = 3): the last of 300 segments is lost; no
+    // later segment can reveal it. The probe timer (2 SRTT + 2 ms, re-armed by each
+    // ACK, never later than the RTO) retransmits it before the RTO would.
+    let mut p = Pair::new(cfg(), |seq, retx, _| seq == 299 && !retx);
+    p.start(Some(300 * 1460));
+    p.run(Time::from_secs(30));
+    assert!(p.snd.is_done());
+    assert_eq!((p.snd.stats.timeouts, p.snd.stats.loss_probes, p.snd.stats.retransmits), (0, 1, 1));
+    let probe = p.sends[&299][1] - p.sends[&299][0];
+    let srtt = p.snd.rtt.srtt().unwrap();
+    assert!(probe >= srtt.checked_mul(2).unwrap(), "probe after {probe} (SRTT {srtt})");
+    // without tail loss probes, the RTO repairs it, later
+    let mut q = Pair::new(TcpConfig { tlp: false, ..cfg() }, |seq, retx, _| seq == 299 && !retx);
+    q.start(Some(300 * 1460));
+    q.run(Time::from_secs(30));
+    assert!(q.snd.is_done());
+    assert_eq!((q.snd.stats.timeouts, q.snd.stats.loss_probes), (1, 0));
+}
+
+#[test]
+fn a_loss_with_two_later_segments_is_found_by_rack_s_reordering_window() {
+    // Segment 297 of 300 is lost: two later segments are SACKed, fewer than
+    // DupThresh. RACK (RFC 8985 §6.2) marks it lost once a quarter of the minimum
+    // RTT (its reordering window) has passed after the later segments' delivery
+    // (plus 2 ms, on the 4 ms tick), sooner than a probe (2 SRTT): a fast
+    // retransmission in a recovery, no timeout.
+    let mut p = Pair::new(cfg(), |seq, retx, _| seq == 297 && !retx);
+    p.start(Some(300 * 1460));
+    p.run(Time::from_secs(30));
+    assert!(p.snd.is_done());
+    assert_eq!((p.snd.stats.timeouts, p.snd.stats.recoveries, p.snd.stats.retransmits, p.snd.stats.loss_probes), (0, 1, 1, 0));
+    // the retransmission follows 298's send by one RTT (the SACK's return) plus the
+    // window: less than two RTTs
+    let rtt = p.snd.rtt.srtt().unwrap();
+    let after = p.sends[&297][1] - p.sends[&298][0];
+    assert!(after < rtt.checked_mul(2).unwrap(), "{after} vs SRTT {rtt}");
+    // RFC 6675 without probes needs DupThresh SACKs: here the RTO
+    let c = TcpConfig { recovery: Recovery::Rfc6675, tlp: false, ..cfg() };
+    let mut p = Pair::new(c, |seq, retx, _| seq == 297 && !retx);
+    p.start(Some(300 * 1460));
+    p.run(Time::from_secs(30));
+    assert_eq!(p.snd.stats.timeouts, 1);
+}
+
+#[test]
+fn a_reordered_segment_s_fast_retransmission_is_undone() {
+    // Segment 40 is held 30 ms on the way (reordering): three later segments are
+    // SACKed first and RACK (window 0 once DupThresh segments are SACKed and no
+    // reordering has been seen) retransmits it in a recovery. The original then
+    // fills the hole: its ACK echoes the original's timestamp, older than the
+    // retransmission (Eifel, RFC 3522), and Linux's partial undo restores the
+    // window; the retransmission draws a D-SACK (RFC 2883).
+    let held = |pkt: &Packet, _: Time| if pkt.kind == Kind::Data && pkt.seq == 40 && !pkt.retx() { Duration::from_millis(30) } else { Duration::ZERO };
+    let window_at = |c: TcpConfig, delay: bool, lose: bool| {
+        let mut p = Pair::new(c, move |seq, retx, _| lose && seq == 40 && !retx);
+        if delay {
+            p.delay = Box::new(held);
+        }
+        p.start(Some(400 * 1460));
+        p.run(Time::from_millis(700));
+        p
+    };
+    let p = window_at(cfg(), true, false);
+    assert_eq!((p.snd.stats.recoveries, p.snd.stats.retransmits, p.snd.stats.timeouts), (1, 1, 0));
+    assert_eq!(p.snd.stats.undos, 1, "the reduction is undone");
+    assert_eq!(p.snd.stats.dsacks, 1, "the receiver reports the duplicate");
+    assert_eq!(p.rcv.stats.dsacks_sent, 1);
+    // the window stays far above a lossy flow's
+    let clean = window_at(cfg(), false, false);
+    let lossy = window_at(cfg(), false, true);
+    assert_eq!(lossy.snd.stats.undos, 0);
+    // (Linux restores cwnd to max(now, before the reduction); the lossy flow halved)
+    assert!(p.snd.w.cwnd > 4.0 * lossy.snd.w.cwnd, "{:?} / {:?} / {:?}", p.snd.w, clean.snd.w, lossy.snd.w);
+    // with D-SACK off, Eifel alone still undoes it
+    let q = window_at(TcpConfig { dsack: false, ..cfg() }, true, false);
+    assert_eq!((q.snd.stats.undos, q.snd.stats.dsacks), (1, 0));
+}
+
+#[test]
+fn a_spurious_timeout_is_undone() {
+    // The ACKs the receiver sends between 1.0 and 1.3 s are held 0.6 s on the return
+    // path: the RTO (about 1.33 s) fires and resends the oldest segment, cwnd
+    // collapses. The held ACKs then arrive: they ack data sent before the timeout
+    // and echo older timestamps than the retransmission's (Eifel, RFC 3522): the
+    // timeout was spurious, its reduction is undone (Linux tcp_try_undo_loss).
+    let c = TcpConfig { tlp: false, receive_window: Some(aqmsim::aqm::Bytes(20 * 1460)), ..cfg() };
+    let mut p = Pair::new(c.clone(), |_, _, _| false);
+    p.delay = Box::new(|pkt, t| if pkt.kind == Kind::Ack && t >= Time::from_secs(1) && t < Time::from_millis(1300) { Duration::from_millis(600) } else { Duration::ZERO });
+    p.start(None);
+    p.run(Time::from_millis(990));
+    let before = p.snd.w.cwnd;
+    p.run(Time::from_secs(4));
+    assert_eq!(p.snd.stats.timeouts, 1);
+    assert_eq!(p.snd.stats.undos, 1);
+    assert!(p.snd.w.cwnd >= before, "cwnd {} restored (before the timeout {before})", p.snd.w.cwnd);
+    // When those ACKs are lost instead, the first ACK after the timeout is the one of
+    // the retransmission, echoing its own timestamp: no Eifel. It acks data never
+    // retransmitted: F-RTO (RFC 5682 step 3b) finds the timeout spurious.
+    let blackout = |pkt: &Packet, t: Time| if pkt.kind == Kind::Ack && t >= Time::from_secs(1) && t < Time::from_millis(1300) { Duration::from_secs(1000) } else { Duration::ZERO };
+    let mut p = Pair::new(c.clone(), |_, _, _| false);
+    p.delay = Box::new(blackout);
+    p.start(None);
+    p.run(Time::from_secs(4));
+    assert_eq!((p.snd.stats.timeouts, p.snd.stats.spurious_rtos, p.snd.stats.undos), (1, 1, 1));
+    // without F-RTO the timeout stands
+    let mut p = Pair::new(TcpConfig { frto: false, ..c }, |_, _, _| false);
+    p.delay = Box::new(blackout);
+    p.start(None);
+    p.run(Time::from_secs(4));
+    assert_eq!((p.snd.stats.timeouts, p.snd.stats.spurious_rtos, p.snd.stats.undos), (1, 0, 0));
 }

@@ -495,5 +495,12 @@ fn bbr_runs_in_the_simulator_and_its_group_names_it() {
     assert_eq!(sc.flows[0].traffic.tcp().unwrap().cc.kind(), "bbr");
     let o = aqmsim::run(&sc, &mut |_| true).unwrap();
     assert_eq!(o.groups[0].cc.as_deref(), Some("bbr"));
-    assert!(o.flows.bytes_delivered.iter().all(|&b| b > 500_000), "{:?}", o.flows.bytes_delivered);
+    // every flow makes progress and together they fill most of the 10 Mb/s for 5 s
+    // (6.25 MB). How two BBR flows share the first seconds depends on the seed and on
+    // the receiver (with SACK compression, as Linux, 4.97 MB and 0.49 MB at seed 1;
+    // without, 4.16 MB and 1.43 MB): sharing is checked against the kernel by
+    // `aqmlab validate linux`, not here.
+    let d = &o.flows.bytes_delivered;
+    assert!(d.iter().all(|&b| b > 200_000), "{d:?}");
+    assert!(d.iter().sum::<u64>() > 4_700_000, "{d:?}");
 }

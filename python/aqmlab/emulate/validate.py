@@ -180,7 +180,7 @@ def run_key(side: str, case: Case, over: Sequence[str], seed: int, sc: Optional[
 def _flow_summary(raw: dict[str, Any]) -> dict[str, list[int]]:
     """Per-flow counters of a run (the columns that exist)."""
     fl = raw["flows"]
-    return {k: [int(x) for x in fl[k]] for k in ("retransmits", "timeouts", "recoveries", "loss_probes", "dsacks", "undos") if k in fl}
+    return {k: [int(x) for x in fl[k]] for k in ("retransmits", "timeouts", "recoveries", "loss_probes", "loss_probe_recoveries", "dsacks", "undos", "spurious_rtos", "lost_retransmits") if k in fl}
 
 
 def _write(dest: Path, rec: dict[str, Any]) -> dict[str, Any]:
@@ -233,9 +233,9 @@ def run_kernel(case: Case, over: Sequence[str], seed: int, dest: str) -> dict[st
 
 
 def _get(summary: dict[str, Any], key: str) -> Optional[float]:
-    from ..comparison import _get as lookup
+    from ..measures import get
 
-    v = lookup(summary, key)
+    v = get(summary, key)
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
@@ -277,12 +277,13 @@ def timeouts_agree(sim: float, kernel: tuple[float, float, int]) -> bool:
 # the simulator's per-flow ones, summed
 INFO = [
     ("loss probes (TLP) per run", ("TCPLossProbes",), "loss_probes"),
-    ("tail-loss-probe recoveries per run", ("TCPLossProbeRecovery",), None),
+    ("tail-loss-probe recoveries per run", ("TCPLossProbeRecovery",), "loss_probe_recoveries"),
     ("D-SACK blocks received per run", ("TCPDSACKRecv", "TCPDSACKOfoRecv"), None),
     ("D-SACKed segments per run", None, "dsacks"),
     ("undone reductions per run", ("TCPFullUndo", "TCPPartialUndo", "TCPDSACKUndo", "TCPLossUndo"), "undos"),
-    ("spurious timeouts (F-RTO) per run", ("TCPSpuriousRTOs",), None),
+    ("spurious timeouts (F-RTO) per run", ("TCPSpuriousRTOs",), "spurious_rtos"),
     ("SACK recoveries per run", ("TCPSackRecovery",), "recoveries"),
+    ("lost retransmissions per run", ("TCPLostRetransmit",), "lost_retransmits"),
     ("HyStart exits per run", ("TCPHystartTrainDetect", "TCPHystartDelayDetect"), None),
 ]
 

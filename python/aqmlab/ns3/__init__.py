@@ -160,6 +160,13 @@ def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
         diffs.append(f"ns-3 has no Linux quick-ACK start: every ACK is delayed from the first segment (flows.*.tcp.quickack = {tcp['quickack']})")
     if tcp["rto_style"] != "rfc6298" and any(g["kind"] == "bulk" for g in sc["flows"]):
         diffs.append(f"ns-3 computes the RTO as RFC 6298 (flows.*.tcp.rto_style = \"{tcp['rto_style']}\")")
+    # ns-3 3.44's TCP: RFC 6675 loss detection, no tail loss probe, F-RTO or D-SACK
+    # undo, exact timers, every out-of-order segment ACKed at once
+    for key, linux, what in (("recovery", "rack", "detects losses by RFC 6675's DupThresh rule, not RACK"), ("tlp", True, "sends no tail loss probes"),
+                             ("frto", True, "has no F-RTO"), ("dsack", True, "neither sends nor uses D-SACK blocks"),
+                             ("sack_compression", True, "ACKs every out-of-order segment at once")):
+        if tcp.get(key) == linux and any(g["kind"] == "bulk" for g in sc["flows"]):
+            diffs.append(f"ns-3 {what} (flows.*.tcp.{key} = {json.dumps(linux)})")
     b = sc["bottleneck"]
     a = sc["access"]
     if b.get("trace"):

@@ -10,7 +10,9 @@ ns-3's value, or below a small absolute floor (1 ms of delay, 0.01 of a fraction
 2 % of the class's fair share of goodput), whichever is largest.
 
 aqmlab's side is aligned with ns-3 where aqmlab has ns-3's behaviour as an option
-(`ALIGN`: the three-way handshake, RFC 6298's RTO, no quick-ACK start); the
+(`ALIGN`: the three-way handshake, RFC 6298's RTO, no quick-ACK start, RFC 6675
+loss detection without tail loss probes, F-RTO, D-SACK or SACK compression, exact
+timers); the
 settings that cannot match are listed with the table (`Translation.differences`).
 Every run's figures are written as soon as it ends (``runs/CASE/SIM-seedN.json``,
 atomically), so a killed validation resumes where it stopped.
@@ -68,7 +70,17 @@ STANDARD: list[Case] = [
 ]
 
 # aqmlab options set to ns-3's behaviour, for every TCP group ({i}: the group index)
-ALIGN = ("flows.{i}.tcp.handshake=true", "flows.{i}.tcp.rto_style=\"rfc6298\"", "flows.{i}.tcp.quickack=0")
+ALIGN = (
+    "flows.{i}.tcp.handshake=true",
+    "flows.{i}.tcp.rto_style=\"rfc6298\"",
+    "flows.{i}.tcp.quickack=0",
+    "flows.{i}.tcp.recovery=\"rfc6675\"",
+    "flows.{i}.tcp.tlp=false",
+    "flows.{i}.tcp.frto=false",
+    "flows.{i}.tcp.dsack=false",
+    "flows.{i}.tcp.sack_compression=false",
+    "flows.{i}.tcp.tick=\"0s\"",
+)
 ALIGN_NOTE = [
     "aqmlab side aligned with ns-3: three-way handshake on, RTO per RFC 6298 (min 200 ms), no quick-ACK start",
 ]

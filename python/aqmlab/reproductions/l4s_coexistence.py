@@ -80,7 +80,7 @@ EXPERIMENT = Reproduction(
         Claim("RFC 9332 §1", "Prague, 20 ms, 1+1: the link stays full (mean utilization)", "≥ 0.95", Stat(UTIL, at()), above(0.95, 0.02), digits=3),
         Claim("RFC 9332 §2.1; PI2 §3", "Prague, 20 ms, 1+1: k = 2 aims at a rough balance of rates (Prague / CUBIC per flow); Linux testbeds measured about 2",
               "≈ 1 (Linux: ≈ 2)", ratio(), approx(1.75, 1.25), digits=2,
-              note="see docs/aqm/dualpi2.md: the classic flow's RTT includes the 15 ms queue; Prague cuts at most once per RTT"),
+              note="see docs/aqm/dualpi2.md: the classic flow's RTT includes the 15 ms queue; Prague cuts at most once per RTT, and the L queue's 2p' falls short of the classic p'^2's root"),
         Claim("RFC 9332 §2.1", "Prague, 1+1: the rate ratio over base RTTs 10-80 ms, smallest", "> 0.5",
               smallest(*(ratio(rtt=r) for r in RTTS)), above(0.5, 0.1), digits=2),
         Claim("RFC 9332 §2.1", "Prague, 1+1: the rate ratio over base RTTs 10-80 ms, largest", "< 3",
@@ -98,7 +98,7 @@ EXPERIMENT = Reproduction(
     seeds_note="3 seeds per case (the quick variant: 1 seed, 30 s, Prague at 20 and 80 ms).",
     notes=[
         "The scalable class is the L queue and the classic class the C queue (Prague sends ECT(1); with any_ect DCTCP's ECT(0) goes to L too, so the classic CUBIC runs without ECN).",
-        "Prague is simulated without pacing until the TCP pacing of branch i15b is in this build (docs/tcp.md).",
+        "Prague paces itself (Linux's SK_PACING_NEEDED) in bursts of about 250 µs of its rate; DCTCP and CUBIC send what each ACK releases (docs/tcp.md).",
         "The rate ratio divides the mean per-flow goodput of the scalable class by the classic class's, after the 10 s warm-up; means over seeds.",
     ],
 )

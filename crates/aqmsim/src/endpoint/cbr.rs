@@ -182,7 +182,18 @@ impl DatagramSink {
         t.end_ns.push(-1);
         t.bytes_delivered.push(self.rx_bytes);
         t.segments_sent.push(sent);
-        for col in [&mut t.retransmits, &mut t.timeouts, &mut t.recoveries, &mut t.ecn_reductions] {
+        for col in [
+            &mut t.retransmits,
+            &mut t.timeouts,
+            &mut t.recoveries,
+            &mut t.ecn_reductions,
+            &mut t.loss_probes,
+            &mut t.loss_probe_recoveries,
+            &mut t.dsacks,
+            &mut t.undos,
+            &mut t.spurious_rtos,
+            &mut t.lost_retransmits,
+        ] {
             col.push(0);
         }
         t.min_rtt_ns.push(-1);

@@ -7,7 +7,7 @@ use aqm::{Duration, Time};
 use super::{Cx, FlowSetup};
 use crate::packet::Packet;
 use crate::record::{FlowSeries, FlowTable};
-use crate::tcp::sender::{CaState, SenderStats};
+use crate::tcp::sender::SenderStats;
 use crate::tcp::{TcpConfig, TcpReceiver, TcpSender};
 
 pub struct TcpFlow {
@@ -129,12 +129,7 @@ impl TcpFlow {
         r.delivered_bytes.push(self.delivered());
         r.snd_una.push(s.snd_una);
         r.retransmits.push(self.stats().retransmits);
-        r.ca_state.push(match s.ca_state {
-            CaState::Open => 0,
-            CaState::Recovery => 1,
-            CaState::Loss => 2,
-            CaState::Cwr => 3,
-        });
+        r.ca_state.push(s.ca_state.code());
         r.rwnd.push(window_col(self.rcv.last_rwnd));
         r.receiver_mode.push(self.rcv.window.mode_code());
     }
@@ -149,6 +144,12 @@ impl TcpFlow {
         t.timeouts.push(st.timeouts);
         t.recoveries.push(st.recoveries);
         t.ecn_reductions.push(st.ecn_reductions);
+        t.loss_probes.push(st.loss_probes);
+        t.loss_probe_recoveries.push(st.loss_probe_recoveries);
+        t.dsacks.push(st.dsacks);
+        t.undos.push(st.undos);
+        t.spurious_rtos.push(st.spurious_rtos);
+        t.lost_retransmits.push(st.lost_retransmits);
         t.min_rtt_ns.push(min_opt(self.min_rtt_before, self.snd.min_rtt()).map_or(-1, |d| d.as_nanos() as i64));
         t.srtt_ns.push(self.snd.rtt.srtt().map_or(-1, |d| d.as_nanos() as i64));
         t.transfers.push(transfers);

@@ -1,6 +1,7 @@
-//! TCP as the experiments in the source documents ran it: Linux-like CUBIC or
-//! NewReno senders with SACK loss recovery (RFC 6675), proportional rate reduction
-//! (RFC 6937) and RFC 6298 timers; receivers with delayed ACKs and SACK.
+//! TCP as Linux runs it: CUBIC or Reno senders with RACK-TLP loss detection
+//! (RFC 8985; RFC 6675 selectable), proportional rate reduction (RFC 6937), undo of
+//! spurious reductions (D-SACK, RFC 2883; F-RTO, RFC 5682; Eifel) and Linux's RTO;
+//! receivers with Linux's delayed and quick ACKs, SACK and D-SACK.
 //!
 //! Both ends are deterministic state machines without a clock: time comes in as an
 //! argument, packets go out through a `Vec`, and each end says when it next needs to
@@ -54,19 +55,41 @@ pub struct TcpConfig {
     pub header: Bytes,
     /// Initial window in segments (RFC 6928; Linux: 10).
     pub initial_window: u32,
-    /// Selective acknowledgements (RFC 2018) and SACK-based recovery (RFC 6675). Off:
-    /// NewReno recovery (RFC 6582) on duplicate ACKs.
+    /// Selective acknowledgements (RFC 2018) and SACK-based recovery. Off: NewReno
+    /// recovery (RFC 6582) on duplicate ACKs.
     pub sack: bool,
-    /// Duplicate-ACK threshold (RFC 5681 / RFC 6675 DupThresh: 3).
+    /// Loss detection with SACK: "rack" (RACK-TLP, RFC 8985, as Linux since 4.18 and
+    /// only Linux since 6.17: `net.ipv4.tcp_recovery = 1`) or "rfc6675" (DupThresh
+    /// SACKed segments above a hole, RFC 6675 §4, as ns-2/ns-3 and older Linux).
+    pub recovery: Recovery,
+    /// Tail loss probes (RFC 8985 §7; Linux `net.ipv4.tcp_early_retrans = 3`).
+    pub tlp: bool,
+    /// F-RTO: detect spurious retransmission timeouts (RFC 5682, SACK-enhanced;
+    /// Linux `net.ipv4.tcp_frto = 2`) and undo their reduction.
+    pub frto: bool,
+    /// The receiver reports duplicates with D-SACK blocks (RFC 2883; Linux
+    /// `net.ipv4.tcp_dsack = 1`); the sender undoes reductions they prove spurious.
+    pub dsack: bool,
+    /// Duplicate-ACK threshold (RFC 5681 / RFC 6675 DupThresh, Linux's initial
+    /// `tcp_reordering`: 3).
     pub dupthresh: u32,
     /// Delayed ACKs (RFC 5681 §4.2, RFC 1122).
     pub delayed_ack: bool,
     /// ACK at least every this many full-sized segments (RFC 5681 §4.2: 2).
     pub ack_every: u32,
-    /// Delayed-ACK timer (Linux TCP_DELACK_MIN: 40 ms; RFC 5681 allows up to 500 ms).
+    /// Delayed-ACK timeout, the least (Linux TCP_ATO_MIN = TCP_DELACK_MIN: 40 ms);
+    /// Linux adapts it to the data's spacing, up to the RTT and 200 ms.
     pub delack_timeout: Duration,
-    /// Segments ACKed immediately at connection start (Linux quick-ACK mode: 16).
+    /// Segments ACKed immediately in quick-ACK mode: at connection start and after an
+    /// idle period longer than the RTO (Linux TCP_MAX_QUICKACKS: 16).
     pub quickack: u32,
+    /// SACK compression: past the first three duplicate ACKs for one cumulative ACK,
+    /// the receiver ACKs at most every min(1 ms, RTT/20) (Linux tcp_comp_sack_nr 44).
+    pub sack_compression: bool,
+    /// Linux's clock tick, 1/HZ: its retransmission, probe and delayed-ACK timers
+    /// fire on it and its RTO is a whole number of ticks (this machine's kernel:
+    /// HZ = 250, 4 ms; 0: exact timers).
+    pub tick: Duration,
     /// Retransmission timeout formula: "linux" (default: SRTT + max(4 RTTVAR,
     /// rto_min), as `__tcp_set_rto`) or "rfc6298" (max(SRTT + 4 RTTVAR, rto_min)).
     pub rto_style: RtoStyle,
@@ -97,9 +120,11 @@ pub struct TcpConfig {
     /// How the receiver sizes its advertised window: "drs" (Dynamic Right-Sizing,
     /// never limits) or { kind = "palermo", ... } (Popovsky §2; docs/receivers.md).
     pub receiver: ReceiverSpec,
-    /// After an idle period longer than the RTO, restart from at most the initial
-    /// window (RFC 5681 §4.1; Linux `net.ipv4.tcp_slow_start_after_idle = 1`). Matters
-    /// for persistent connections that wait between responses.
+    /// After an idle period longer than the RTO, halve cwnd per RTO of idle time,
+    /// down to the initial window (RFC 2861 / RFC 7661; Linux `tcp_cwnd_restart`,
+    /// `net.ipv4.tcp_slow_start_after_idle = 1`); and reduce a window the sender did
+    /// not use for an RTO (RFC 2861's application-limited rule). Matters for
+    /// persistent connections that wait between responses.
     pub slow_start_after_idle: bool,
     /// Pace the sender as Linux's internal pacing does (`tcp/pacing.rs`): bursts of
     /// about 1 ms of the pacing rate, spaced by their length over the rate. Linux
@@ -114,6 +139,18 @@ pub struct TcpConfig {
     pub pacing_ca_ratio: u32,
 }
 
+/// Loss detection with SACK.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recovery {
+    /// RACK-TLP (RFC 8985), Linux's.
+    #[default]
+    Rack,
+    /// RFC 6675's DupThresh rule, with lost retransmissions detected as Linux's
+    /// `tcp_mark_lost_retrans` did.
+    Rfc6675,
+}
+
 impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {
@@ -122,11 +159,17 @@ impl Default for TcpConfig {
             header: Bytes(40),
             initial_window: 10,
             sack: true,
+            recovery: Recovery::Rack,
+            tlp: true,
+            frto: true,
+            dsack: true,
             dupthresh: 3,
             delayed_ack: true,
             ack_every: 2,
             delack_timeout: Duration::from_millis(40),
             quickack: 16,
+            sack_compression: true,
+            tick: Duration::from_millis(4),
             rto_style: RtoStyle::Linux,
             rto_initial: Duration::from_secs(1),
             rto_min: Duration::from_millis(200),
@@ -160,6 +203,9 @@ impl TcpConfig {
         }
         if self.rto_min.is_zero() || self.rto_min > self.rto_max {
             return Err(format!("rto_min: must be positive and at most rto_max ({}), got {}", self.rto_max, self.rto_min));
+        }
+        if self.tick > Duration::from_millis(100) {
+            return Err(format!("tick: Linux's clock tick is 1/HZ (HZ 100 to 1000: 1 ms to 10 ms), got {}", self.tick));
         }
         // a zero initial timeout fires again and again at the same instant: the run
         // never advances (found by fuzzing)

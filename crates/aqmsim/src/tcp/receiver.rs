@@ -1,6 +1,11 @@
 //! The TCP receiver: cumulative ACKs with SACK blocks (Mathis, Mahdavi, Floyd &
-//! Romanow, RFC 2018), delayed ACKs (RFC 5681 §4.2, RFC 1122 §4.2.3.2) with Linux's
-//! quick-ACK start, and an advertised window that does not limit by default.
+//! Romanow, RFC 2018) and D-SACK (Floyd, Mahdavi, Mathis & Podolsky, RFC 2883);
+//! delayed ACKs (RFC 5681 §4.2, RFC 1122 §4.2.3.2) as Linux runs them: the
+//! quick-ACK mode at the start and after an idle period longer than the RTO, the
+//! adaptive delayed-ACK timeout (`ato`, 40 ms at least), an ACK for every second
+//! full segment, SACK compression while holding out-of-order data
+//! (`tcp_event_data_recv`, `__tcp_ack_snd_check`, `tcp_send_delayed_ack`); and an
+//! advertised window that does not limit by default.
 //!
 //! ECN feedback, as negotiated: RFC 3168 (ECE from a CE until the sender's CWR);
 //! DCTCP's state machine (Alizadeh et al., RFC 8257 §3.2: ECE tells the CE state of
@@ -10,7 +15,7 @@
 //! ACK when the IP-ECN field changes or 6 marks wait, Linux
 //! `tcp_ecn_received_counters`).
 
-use aqm::Time;
+use aqm::{Duration, Time};
 
 use super::window::ReceiveWindow;
 use super::{EcnMode, TcpConfig};
@@ -24,6 +29,20 @@ const ACE_MAX_DELTA: u32 = 6;
 /// A window that never limits (Dynamic Right-Sizing keeps the advertised window
 /// ahead of the sender; Fisk & Feng 2001).
 pub const UNLIMITED_WINDOW: u64 = 1 << 40;
+
+/// Linux `TCP_MAX_QUICKACKS`: segments ACKed at once in quick-ACK mode.
+const MAX_QUICKACKS: u32 = 16;
+/// Linux `TCP_DELACK_MAX`: the longest delayed-ACK timeout (`icsk_delack_max`).
+const DELACK_MAX: Duration = Duration::from_millis(200);
+/// Linux: `max_ato` = HZ / 2 outside interactive (ping-pong) mode.
+const MAX_ATO: Duration = Duration::from_millis(500);
+/// Linux `TCP_FASTRETRANS_THRESH`: duplicate ACKs sent at once before SACK compression.
+const COMP_SACK_DUPACKS: u32 = 3;
+/// Linux `tcp_comp_sack_nr` (44) and `tcp_comp_sack_delay_ns` (1 ms).
+const COMP_SACK_NR: u32 = 44;
+const COMP_SACK_DELAY: Duration = Duration::from_millis(1);
+/// Linux `TCP_TIMEOUT_INIT`: the RTO before any RTT sample.
+const TIMEOUT_INIT: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Copy, Debug)]
 struct Range {
@@ -39,16 +58,47 @@ pub struct ReceiverStats {
     pub out_of_order: u64,
     pub acks_sent: u64,
     pub ce_received: u64,
+    /// ACKs that carried a D-SACK block.
+    pub dsacks_sent: u64,
 }
 
 pub struct TcpReceiver {
     pub flow: u32,
     delayed_ack: bool,
     ack_every: u32,
-    delack_timeout: aqm::Duration,
-    quickack_left: u32,
+    /// Linux `TCP_ATO_MIN` / `TCP_DELACK_MIN` (40 ms).
+    ato_min: Duration,
+    /// Segments left to ACK at once (`icsk_ack.quick`), and its ceiling.
+    quick: u32,
+    max_quickacks: u32,
+    /// The delayed-ACK timeout (`icsk_ack.ato`; `None` before the first data).
+    ato: Option<Duration>,
+    /// When data last arrived in order (`icsk_ack.lrcvtime`).
+    lrcvtime: Time,
+    /// An ACK is due now whatever the other rules (`ICSK_ACK_NOW`).
+    ack_now: bool,
     sack: bool,
+    dsack: bool,
+    /// A D-SACK block for the next ACK (RFC 2883 §4: the duplicate's range).
+    pending_dsack: Option<(u64, u64)>,
+    sack_compression: bool,
+    /// SACK compression (`tcp_comp_sack_*`): duplicate ACKs sent at once for the
+    /// current `rcv_nxt`, ACKs held back since the last one sent.
+    dup_ack_counter: u32,
+    compressed_ack_rcv_nxt: u64,
+    compressed_ack: u32,
     header: u32,
+    /// Linux's clock tick: the delayed-ACK timer fires on it.
+    tick: Duration,
+    /// The receiver's own RTT estimate (a handshake's SYN-ACK to first segment) and
+    /// RTO (`srtt_us`, `icsk_rto`), and its receive-side RTT estimate from the
+    /// timestamps echoed on data (`rcv_rtt_est`, 1/8 weight).
+    srtt: Option<Duration>,
+    rto: Duration,
+    rto_min: Duration,
+    rcv_rtt: Option<Duration>,
+    last_tsecr: u64,
+    synack_sent_at: Option<Time>,
     /// The largest window to advertise (a fixed window, or unlimited).
     rwnd: u64,
     /// The window policy (tcp/window: DRS, Palermo).
@@ -64,8 +114,11 @@ pub struct TcpReceiver {
     /// Segments that most recently arrived out of order, newest first (for the order
     /// of SACK blocks, RFC 2018 §4).
     recent: [Option<u64>; SackBlocks::MAX],
+    /// In-order segments received since the last ACK (`rcv_nxt - rcv_wup`).
     unacked: u32,
     delack_deadline: Option<Time>,
+    /// The SACK-compression timer.
+    comp_deadline: Option<Time>,
     /// RFC 7323 §4.3: TS.Recent, the timestamp to echo on ACKs, and Last.ACK.sent,
     /// the cumulative ACK last sent.
     ts_recent: u64,
@@ -79,6 +132,8 @@ pub struct TcpReceiver {
     /// Echo ECE on every ACK until a CWR arrives (RFC 3168 §6.1.3); under DCTCP,
     /// the CE state of the latest segment.
     ece: bool,
+    /// ECT seen on a segment (Linux `TCP_ECN_SEEN`).
+    ecn_seen: bool,
     /// AccECN: CE-marked segments received (r.cep, RFC 9768 §3.2.1), those not yet
     /// echoed, and the IP-ECN field of the latest segment.
     received_ce: u64,
@@ -87,6 +142,9 @@ pub struct TcpReceiver {
     /// The codepoint of its ACKs: ECN-capable under AccECN or with a controller that
     /// needs ECN (Linux sets ECT on every segment then), Not-ECT otherwise.
     ack_ecn: aqm::Ecn,
+    /// DCTCP: the CE state of the latest segment (`ca->ce_state`); `ece` is then
+    /// what the ACKs echo (`TCP_ECN_DEMAND_CWR`, set from it).
+    dctcp_ce: bool,
     /// Payload bytes delivered in order to the application.
     pub bytes_delivered: u64,
     /// Payload bytes of every new (not duplicate) segment, in order or not.
@@ -103,10 +161,27 @@ impl TcpReceiver {
             flow,
             delayed_ack: cfg.delayed_ack,
             ack_every: cfg.ack_every,
-            delack_timeout: cfg.delack_timeout,
-            quickack_left: cfg.quickack,
+            ato_min: cfg.delack_timeout,
+            quick: 0,
+            max_quickacks: cfg.quickack,
+            ato: None,
+            lrcvtime: Time::ZERO,
+            ack_now: false,
             sack: cfg.sack,
+            dsack: cfg.sack && cfg.dsack,
+            pending_dsack: None,
+            sack_compression: cfg.sack_compression,
+            dup_ack_counter: 0,
+            compressed_ack_rcv_nxt: 0,
+            compressed_ack: 0,
             header: cfg.header.0 as u32,
+            tick: cfg.tick,
+            srtt: None,
+            rto: TIMEOUT_INIT,
+            rto_min: cfg.rto_min,
+            rcv_rtt: None,
+            last_tsecr: 0,
+            synack_sent_at: None,
             rwnd: cfg.receive_window.map_or(UNLIMITED_WINDOW, |w| w.0),
             window: cfg.receiver.build(cfg.mss.0),
             right_edge: 0,
@@ -116,16 +191,19 @@ impl TcpReceiver {
             recent: [None; SackBlocks::MAX],
             unacked: 0,
             delack_deadline: None,
+            comp_deadline: None,
             ts_recent: 0,
             last_ack_sent: 0,
             ecn: cfg.ecn_mode() != EcnMode::Off,
             mode: cfg.ecn_mode(),
             dctcp: cfg.ecn_mode() == EcnMode::Rfc3168 && cfg.cc.needs_ecn(),
             ece: false,
+            ecn_seen: false,
             received_ce: 0,
             ce_pending: 0,
             prev_ecn: aqm::Ecn::NotEct,
             ack_ecn: if cfg.ecn_mode() == EcnMode::AccEcn || (cfg.ecn_mode() == EcnMode::Rfc3168 && cfg.cc.needs_ecn()) { cfg.cc.ect() } else { aqm::Ecn::NotEct },
+            dctcp_ce: false,
             bytes_delivered: 0,
             bytes_received: 0,
             expect_segments: None,
@@ -135,7 +213,19 @@ impl TcpReceiver {
     }
 
     pub fn poll_at(&self) -> Option<Time> {
-        self.delack_deadline
+        match (self.delack_deadline, self.comp_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// A timer `d` from `now` on Linux's clock: it fires on a tick boundary.
+    fn timer_at(&self, now: Time, d: Duration) -> Time {
+        let g = self.tick.as_nanos();
+        if g <= 1 {
+            return now + d;
+        }
+        Time::from_nanos((now.as_nanos() / g + d.as_nanos().div_ceil(g)) * g)
     }
 
     pub fn on_packet(&mut self, p: &Packet, now: Time, out: &mut Vec<Packet>) {
@@ -159,60 +249,133 @@ impl TcpReceiver {
                     sa.set_flag(Packet::ECE, self.ecn);
                 }
                 out.push(sa);
+                self.synack_sent_at = Some(now);
             }
             Kind::Data => self.on_data(p, now, out),
             _ => {}
         }
     }
 
-    fn on_data(&mut self, p: &Packet, now: Time, out: &mut Vec<Packet>) {
-        self.stats.segments += 1;
-        let seq = p.seq;
-        let mut ack_now = false;
-        let ce = p.ecn == aqm::Ecn::Ce;
-        if self.ecn {
-            self.stats.ce_received += ce as u64;
-            match self.mode {
-                EcnMode::AccEcn => {
-                    // RFC 9768 §3.2.2.5: change-triggered ACKs (on any change of the
-                    // IP-ECN field, as Linux) and increment-triggered ones.
-                    if ce {
-                        self.received_ce += 1;
-                        self.ce_pending += 1;
-                    }
-                    if p.ecn != self.prev_ecn {
-                        self.prev_ecn = p.ecn;
-                        ack_now = true;
-                    }
-                    ack_now |= self.ce_pending >= ACE_MAX_DELTA;
-                }
-                _ if self.dctcp => {
-                    if ce != self.ece {
-                        // RFC 8257 §3.2: the CE state changed. A delayed ACK is sent
-                        // first, for the segments before this one and with the old
-                        // state; this one is ACKed at once with the new.
-                        if self.delack_deadline.is_some() {
-                            self.send_ack(now, out);
-                        }
-                        ack_now = true;
-                    }
-                    self.ece = ce;
-                }
-                _ => {
-                    if p.cwr() {
-                        self.ece = false;
-                    }
-                    if ce {
-                        // Linux enters quick-ACK mode on CE so the echo is not delayed.
-                        ack_now = !self.ece;
-                        self.ece = true;
-                    }
+    /// Linux `tcp_incr_quickack`: ACK the next segments at once.
+    fn incr_quickack(&mut self, max: u32) {
+        let q = max.min(self.max_quickacks);
+        self.quick = self.quick.max(q);
+    }
+
+    /// Linux `tcp_enter_quickack_mode`.
+    fn enter_quickack_mode(&mut self, max: u32) {
+        self.incr_quickack(max);
+        self.ato = Some(self.ato_min);
+    }
+
+    /// Linux `tcp_event_data_recv`: the delayed-ACK engine learns the spacing of the
+    /// data; after a gap longer than the RTO, ACK quickly again (the sender failed
+    /// to restart its window).
+    fn event_data_recv(&mut self, now: Time) {
+        match self.ato {
+            None => {
+                // the first data: quick-ACK mode, ato = TCP_ATO_MIN
+                self.incr_quickack(MAX_QUICKACKS);
+                self.ato = Some(self.ato_min);
+            }
+            Some(ato) => {
+                let m = now.saturating_since(self.lrcvtime);
+                let half = self.ato_min.div_u64(2);
+                if m <= half {
+                    self.ato = Some(ato.div_u64(2) + half);
+                } else if m < ato {
+                    self.ato = Some((ato.div_u64(2) + m).min(self.rto));
+                } else if m > self.rto {
+                    self.incr_quickack(MAX_QUICKACKS);
                 }
             }
         }
+        self.lrcvtime = now;
+    }
+
+    /// Linux `__tcp_ecn_check_ce`, with DCTCP's `CA_EVENT_ECN_IS_CE` /
+    /// `CA_EVENT_ECN_NO_CE` (`dctcp_ece_ack_update`, RFC 8257 §3.2): ECE tells the CE
+    /// state of the latest segment, and a change is ACKed at once, after the delayed
+    /// ACK of what came before it (with the old state) if one waits.
+    fn ecn_check_ce(&mut self, p: &Packet, now: Time, out: &mut Vec<Packet>) {
+        if !self.ecn {
+            return;
+        }
+        if p.ecn != aqm::Ecn::NotEct && self.dctcp {
+            let ce = p.ecn == aqm::Ecn::Ce;
+            if ce != self.dctcp_ce {
+                if self.delack_deadline.is_some() {
+                    self.ece = self.dctcp_ce;
+                    self.send_ack(now, out);
+                }
+                self.ack_now = true;
+            }
+            self.dctcp_ce = ce;
+            self.ece = ce;
+        }
+        match p.ecn {
+            aqm::Ecn::NotEct => {
+                // a Not-ECT segment after ECT ones is likely a retransmission
+                if self.ecn_seen {
+                    self.enter_quickack_mode(2);
+                }
+            }
+            aqm::Ecn::Ce => {
+                self.stats.ce_received += 1;
+                if !self.ece && self.mode == EcnMode::Rfc3168 {
+                    // better not delay the echo: the sender may have a small window
+                    self.enter_quickack_mode(2);
+                    self.ece = true;
+                }
+                self.ecn_seen = true;
+            }
+            _ => self.ecn_seen = true,
+        }
+    }
+
+    fn on_data(&mut self, p: &Packet, now: Time, out: &mut Vec<Packet>) {
+        self.stats.segments += 1;
+        let seq = p.seq;
+        if let Some(t) = self.synack_sent_at.take() {
+            // the handshake's RTT, as Linux's passive side measures it from its
+            // SYN-ACK (tcp_synack_rtt_meas): its RTO follows (TCP_TIMEOUT_INIT before)
+            let r = now.saturating_since(t);
+            self.srtt = Some(r);
+            self.rto = r + (r + r).max(self.rto_min);
+        }
+        if self.mode == EcnMode::Rfc3168 && p.cwr() {
+            // RFC 3168 §6.1.3; Linux ACKs a segment with CWR at once
+            // (`tcp_ecn_accept_cwr`; not under AccECN, whose CWR bit is part of ACE)
+            self.ece = false;
+            self.ack_now = true;
+        }
+        if self.mode == EcnMode::AccEcn {
+            // RFC 9768 §3.2.2.5 (Linux `tcp_ecn_received_counters`): count CE-marked
+            // segments; ACK at once on any change of the IP-ECN field, or when 6
+            // marks wait to be echoed
+            if p.ecn == aqm::Ecn::Ce {
+                self.received_ce += 1;
+                self.ce_pending += 1;
+            }
+            if p.ecn != self.prev_ecn {
+                self.prev_ecn = p.ecn;
+                self.ack_now = true;
+            }
+            self.ack_now |= self.ce_pending >= ACE_MAX_DELTA;
+        }
         if p.ts_echo > 0 {
+            let m = now.saturating_since(Time::from_nanos(p.ts_echo));
             // RFC 7323 §4.3 at the receiver (Linux `tcp_rcv_rtt_measure_ts`).
-            self.window.on_rtt(now, now.saturating_since(aqm::Time::from_nanos(p.ts_echo)), self.bytes_received);
+            self.window.on_rtt(now, m, self.bytes_received);
+            if p.ts_echo != self.last_tsecr {
+                // Linux tcp_rcv_rtt_measure_ts: the receive-side RTT from a new echo,
+                // averaged with weight 1/8 (for SACK compression's delay)
+                self.last_tsecr = p.ts_echo;
+                self.rcv_rtt = Some(match self.rcv_rtt {
+                    None => m,
+                    Some(r) => Duration::from_nanos(((7 * r.as_nanos() as u128 + m.as_nanos() as u128) / 8) as u64),
+                });
+            }
         }
         // RFC 7323 §4.3 (2): TS.Recent takes the segment's timestamp if the segment
         // starts at or before the edge last acknowledged: with delayed ACKs the
@@ -222,47 +385,116 @@ impl TcpReceiver {
             self.ts_recent = self.ts_recent.max(p.sent_at.as_nanos());
         }
         if seq < self.rcv_nxt || self.holds(seq) {
-            // A duplicate: ACK at once so the sender learns what arrived.
+            // A duplicate (Linux tcp_data_queue): report it with a D-SACK block
+            // (RFC 2883) and ACK at once.
             self.stats.duplicates += 1;
-            self.send_ack(now, out);
+            if self.dsack {
+                self.pending_dsack = Some((seq, seq + 1));
+            }
+            if seq < self.rcv_nxt {
+                self.enter_quickack_mode(MAX_QUICKACKS);
+                self.send_ack(now, out);
+            } else {
+                self.ack_check(now, true, out);
+            }
             return;
         }
+        self.ecn_check_ce(p, now, out);
         self.bytes_received += p.payload as u64;
         self.window.on_data(now, self.bytes_received);
         if seq == self.rcv_nxt {
-            let filled_gap = !self.ooo.is_empty();
             self.rcv_nxt += 1;
+            self.unacked += 1;
             self.bytes_delivered += p.payload as u64;
+            self.event_data_recv(now);
             if let Some(first) = self.ooo.first() {
                 if first.start == self.rcv_nxt {
                     self.rcv_nxt = first.end;
                     self.bytes_delivered += first.bytes;
                     self.ooo.remove(0);
+                    // RFC 5681 §4.2: ACK at once when a segment fills the gap
+                    // (Linux: once the out-of-order queue is empty; while data is
+                    // still held, the new rcv_nxt is ACKed at once as a dup-ACK).
+                    if self.ooo.is_empty() {
+                        self.ack_now = true;
+                    }
                 }
             }
             self.check_complete(now);
-            if filled_gap || !self.delayed_ack || ack_now {
-                // RFC 5681 §4.2: ACK at once when a segment fills (part of) a gap.
-                self.send_ack(now, out);
-            } else if self.quickack_left > 0 {
-                self.quickack_left -= 1;
-                self.send_ack(now, out);
-            } else {
-                self.unacked += 1;
-                if self.unacked >= self.ack_every {
-                    self.send_ack(now, out);
-                } else if self.delack_deadline.is_none() {
-                    self.delack_deadline = Some(now + self.delack_timeout);
-                }
-            }
+            self.ack_check(now, true, out);
             return;
         }
-        // Out of order: hold it and send an immediate duplicate ACK with SACK.
+        // Out of order: hold it; SACK it (at once for the first few, RFC 5681 §4.2).
         self.stats.out_of_order += 1;
         self.insert(seq, p.payload as u64);
         self.recent.rotate_right(1);
         self.recent[0] = Some(seq);
-        self.send_ack(now, out);
+        self.ack_check(now, true, out);
+    }
+
+    /// Linux `__tcp_ack_snd_check`: ACK now, or arm the delayed-ACK (or the SACK
+    /// compression) timer.
+    fn ack_check(&mut self, now: Time, ofo_possible: bool, out: &mut Vec<Packet>) {
+        if !self.delayed_ack
+            || self.unacked >= self.ack_every
+            || self.quick > 0
+            || self.ack_now
+        {
+            self.send_ack(now, out);
+            return;
+        }
+        if !ofo_possible || self.ooo.is_empty() {
+            self.send_delayed_ack(now, out);
+            return;
+        }
+        // Holding out-of-order data: the first duplicate ACKs for this rcv_nxt go at
+        // once (fast retransmit needs them), then SACK compression
+        if !self.sack || !self.sack_compression || self.compressed_ack >= COMP_SACK_NR {
+            self.send_ack(now, out);
+            return;
+        }
+        if self.compressed_ack_rcv_nxt != self.rcv_nxt {
+            self.compressed_ack_rcv_nxt = self.rcv_nxt;
+            self.dup_ack_counter = 0;
+        }
+        if self.dup_ack_counter < COMP_SACK_DUPACKS {
+            self.dup_ack_counter += 1;
+            self.send_ack(now, out);
+            return;
+        }
+        self.compressed_ack += 1;
+        if self.comp_deadline.is_none() {
+            // 5 % of the RTT, at most 1 ms (an hrtimer: not on the tick)
+            let rtt = match (self.rcv_rtt, self.srtt) {
+                (Some(r), Some(s)) => r.min(s),
+                (r, s) => r.or(s).unwrap_or(Duration::ZERO),
+            };
+            self.comp_deadline = Some(now + rtt.div_u64(20).min(COMP_SACK_DELAY));
+        }
+    }
+
+    /// Linux `tcp_send_delayed_ack`: the timeout is `ato`, bounded by the RTT (if
+    /// known) and 200 ms; an earlier pending timeout stands, and one about to expire
+    /// (within a quarter of the new timeout) sends the ACK now.
+    fn send_delayed_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let mut ato = self.ato.unwrap_or(self.ato_min);
+        if ato > self.ato_min {
+            let mut max_ato = MAX_ATO;
+            if let Some(srtt) = self.srtt {
+                max_ato = max_ato.min(srtt.max(self.ato_min));
+            }
+            ato = ato.min(max_ato);
+        }
+        ato = ato.min(DELACK_MAX);
+        let mut timeout = self.timer_at(now, ato);
+        if let Some(d) = self.delack_deadline {
+            if d <= self.timer_at(now, ato.div_u64(4)) {
+                self.send_ack(now, out);
+                return;
+            }
+            timeout = timeout.min(d);
+        }
+        self.delack_deadline = Some(timeout);
     }
 
     /// The application expects more data on this connection, up to segment `end`
@@ -332,17 +564,26 @@ impl TcpReceiver {
         }
     }
 
-    /// SACK blocks: the block holding the most recent arrival first, then the blocks
-    /// of earlier arrivals (RFC 2018 §4).
-    fn sack_blocks(&self) -> SackBlocks {
+    /// SACK blocks: a D-SACK block first if a duplicate just arrived (RFC 2883 §4),
+    /// then the block holding the most recent arrival, then the blocks of earlier
+    /// arrivals (RFC 2018 §4).
+    fn sack_blocks(&mut self) -> SackBlocks {
         let mut blocks = SackBlocks::default();
-        if !self.sack || self.ooo.is_empty() {
-            // nothing held above rcv_nxt: no blocks (the usual case, checked first)
+        if !self.sack {
+            return blocks;
+        }
+        if let Some((s, e)) = self.pending_dsack.take() {
+            blocks.push(self.rcv_nxt, s, e);
+            self.stats.dsacks_sent += 1;
+        }
+        if self.ooo.is_empty() {
+            // nothing held above rcv_nxt: no more blocks (the usual case)
             return blocks;
         }
         let mut used: [Option<u64>; SackBlocks::MAX] = [None; SackBlocks::MAX];
+        let mut nused = 0;
         for seq in self.recent.iter().flatten() {
-            if *seq < self.rcv_nxt {
+            if *seq < self.rcv_nxt || blocks.len() == SackBlocks::MAX {
                 continue;
             }
             if let Ok(i) = self.find(*seq) {
@@ -350,7 +591,8 @@ impl TcpReceiver {
                 if used.iter().flatten().any(|&s| s == r.start) {
                     continue;
                 }
-                used[blocks.len()] = Some(r.start);
+                used[nused] = Some(r.start);
+                nused += 1;
                 blocks.push(self.rcv_nxt, r.start, r.end);
             }
         }
@@ -362,7 +604,10 @@ impl TcpReceiver {
             if used.iter().flatten().any(|&s| s == r.start) {
                 continue;
             }
-            used[blocks.len()] = Some(r.start);
+            if nused < used.len() {
+                used[nused] = Some(r.start);
+                nused += 1;
+            }
             blocks.push(self.rcv_nxt, r.start, r.end);
         }
         blocks
@@ -384,16 +629,33 @@ impl TcpReceiver {
         a.ecn = self.ack_ecn;
         // RFC 7323 §4.3 (3): TSecr = TS.Recent
         a.ts_echo = self.ts_recent;
+        // Linux tcp_dec_quickack_mode: each ACK sent for arriving data uses one
+        if self.quick > 0 {
+            self.quick -= 1;
+            if self.quick == 0 {
+                self.ato = Some(self.ato_min);
+            }
+        }
         self.last_ack_sent = self.rcv_nxt;
         out.push(a);
         self.unacked = 0;
+        self.ack_now = false;
         self.delack_deadline = None;
+        self.comp_deadline = None;
+        self.compressed_ack = 0;
         self.stats.acks_sent += 1;
     }
 
-    /// Send the delayed ACK if its timer is due.
+    /// Send the delayed (or compressed) ACK if its timer is due.
     pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
         if self.delack_deadline.is_some_and(|d| d <= now) {
+            // Linux tcp_delack_timer_handler: a delayed ACK that had to wait for the
+            // timer inflates ato (up to the RTO)
+            if let Some(ato) = self.ato {
+                self.ato = Some(ato.checked_mul(2).unwrap_or(Duration::MAX).min(self.rto));
+            }
+            self.send_ack(now, out);
+        } else if self.comp_deadline.is_some_and(|d| d <= now) {
             self.send_ack(now, out);
         }
     }
@@ -441,20 +703,112 @@ mod tests {
 
     #[test]
     fn delayed_ack_every_second_segment_or_after_the_timer() {
+        // ato 40 ms (TCP_ATO_MIN) on Linux's 4 ms tick: data at 1 ms -> jiffy 0 + 10
+        // ticks: the timer fires at 40 ms
         let mut r = rx(0);
         let mut out = Vec::new();
         r.on_packet(&data(0), Time::from_millis(1), &mut out);
         assert!(out.is_empty());
-        assert_eq!(r.poll_at(), Some(Time::from_millis(41)));
+        assert_eq!(r.poll_at(), Some(Time::from_millis(40)));
         r.on_packet(&data(1), Time::from_millis(2), &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].seq, 2);
+        // a third segment 1 ms later: ato = 40 / 2 + 20 = 40 ms again
         r.on_packet(&data(2), Time::from_millis(3), &mut out);
-        r.on_timer(Time::from_millis(42), &mut out);
-        assert_eq!(out.len(), 1, "timer not yet due at 42 ms? it is due at 43 ms");
-        r.on_timer(Time::from_millis(43), &mut out);
+        r.on_timer(Time::from_millis(39), &mut out);
+        assert_eq!(out.len(), 1, "not yet due at 39 ms");
+        r.on_timer(Time::from_millis(40), &mut out);
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].seq, 3);
+        // the timer had to fire: ato doubles (Linux inflates it, up to the RTO)
+        assert_eq!(r.ato, Some(Duration::from_millis(80)));
+    }
+
+    #[test]
+    fn ato_follows_the_spacing_of_the_data() {
+        // Linux tcp_event_data_recv: segments 30 ms apart (between ato_min/2 and ato):
+        // ato = ato / 2 + 30 ms = 50 ms; the delayed ACK waits 50 ms (a multiple of the
+        // 4 ms tick from the arrival's tick)
+        let mut r = rx(0);
+        let mut out = Vec::new();
+        r.on_packet(&data(0), Time::from_millis(100), &mut out);
+        r.on_packet(&data(1), Time::from_millis(101), &mut out);
+        assert_eq!(out.len(), 1);
+        r.on_packet(&data(2), Time::from_millis(131), &mut out);
+        assert_eq!(r.ato, Some(Duration::from_millis(50)));
+        // 131 ms is in tick 32 (128 ms); 50 ms is 13 ticks (52 ms): fires at 180 ms
+        assert_eq!(r.poll_at(), Some(Time::from_millis(180)));
+    }
+
+    #[test]
+    fn duplicates_are_reported_with_a_dsack_block() {
+        // RFC 2883 §4: the first block of the ACK for a duplicate is the duplicate,
+        // below the cumulative ACK; it is reported once.
+        let mut r = rx(16);
+        let mut out = Vec::new();
+        for s in 0..4 {
+            r.on_packet(&data(s), Time::ZERO, &mut out);
+        }
+        out.clear();
+        r.on_packet(&data(1), Time::from_millis(1), &mut out);
+        assert_eq!(out.len(), 1);
+        let a = &out[0];
+        assert_eq!(a.seq, 4);
+        assert_eq!(a.sack.iter(a.seq).collect::<Vec<_>>(), vec![(1, 2)]);
+        r.on_packet(&data(4), Time::from_millis(2), &mut out);
+        assert!(out[1].sack.is_empty(), "reported once");
+        assert_eq!(r.stats.dsacks_sent, 1);
+        // a duplicate of held out-of-order data: D-SACK block first, then the SACK
+        // block that holds it (RFC 2883 §4.2)
+        let mut r = rx(16);
+        let mut out = Vec::new();
+        for s in [0, 2, 3, 2] {
+            r.on_packet(&data(s), Time::ZERO, &mut out);
+        }
+        let a = out.last().unwrap();
+        assert_eq!(a.sack.iter(a.seq).collect::<Vec<_>>(), vec![(2, 3), (2, 4)]);
+    }
+
+    #[test]
+    fn quick_ack_mode_returns_after_an_idle_period_longer_than_the_rto() {
+        // 16 quick ACKs at the start, then every second segment; after 1.5 s of
+        // silence (longer than the receiver's 1 s RTO before any RTT sample), Linux
+        // ACKs the next segments at once again (tcp_event_data_recv)
+        let mut r = rx(16);
+        let mut out = Vec::new();
+        let mut t = 0;
+        for s in 0..40 {
+            t += 1;
+            r.on_packet(&data(s), Time::from_millis(t), &mut out);
+        }
+        assert_eq!(out.len(), 16 + 12);
+        out.clear();
+        for s in 40..44 {
+            r.on_packet(&data(s), Time::from_millis(1600 + s), &mut out);
+        }
+        assert_eq!(out.len(), 4, "every segment ACKed after the idle period");
+    }
+
+    #[test]
+    fn sack_compression_holds_acks_after_the_first_three_dupacks() {
+        // Linux __tcp_ack_snd_check: with data held out of order, the first three
+        // duplicate ACKs for one rcv_nxt go at once; the next ones wait for a timer
+        // of min(1 ms, rtt / 20) (or the 44th), and one ACK covers them
+        let mut r = rx(0);
+        let mut out = Vec::new();
+        r.on_packet(&data(0), Time::ZERO, &mut out);
+        r.on_packet(&data(1), Time::ZERO, &mut out);
+        out.clear();
+        for s in 3..10 {
+            r.on_packet(&data(s), Time::from_micros(100 * s), &mut out);
+        }
+        assert_eq!(out.len(), 3);
+        // no RTT estimate: the timer is immediate (delay 0)
+        assert_eq!(r.poll_at(), Some(Time::from_micros(600)));
+        r.on_timer(Time::from_micros(600), &mut out);
+        assert_eq!(out.len(), 4);
+        let a = out.last().unwrap();
+        assert_eq!(a.sack.iter(a.seq).next(), Some((3, 10)));
     }
 
     #[test]

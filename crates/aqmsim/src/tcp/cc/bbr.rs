@@ -699,6 +699,15 @@ impl CongestionControl for Bbr {
         w.ssthresh
     }
 
+    /// `bbr_undo_cwnd`: a reduction found spurious restarts the full-pipe detection
+    /// and the policer detection; cwnd stays as BBR set it.
+    fn undo_cwnd(&mut self, w: &Window, _prior_cwnd: f64, c: &Conn) -> f64 {
+        self.full_bw = 0;
+        self.full_bw_cnt = 0;
+        self.reset_lt_bw_sampling(c);
+        w.cwnd
+    }
+
     /// `bbr_set_state(TCP_CA_Loss)`: a timeout ends a round and restarts the
     /// full-pipe detection; it counts as a loss for the policer detection.
     fn on_enter_loss(&mut self, c: &Conn) {
@@ -816,11 +825,7 @@ mod tests {
             app_limited: 0,
             ca_state: CaState::Open,
             wstamp: now,
-            delivered_ce: 0,
-            snd_una: 0,
-            snd_nxt: in_flight,
-            cwnd_limited: true,
-            packet_size: 1500,
+            ..Conn::default()
         }
     }
 
@@ -840,13 +845,30 @@ mod tests {
 
     fn started() -> (Bbr, Window) {
         let mut b = Bbr::new();
-        let mut w = Window { cwnd: 10.0, ssthresh: INFINITE_SSTHRESH };
+        let mut w = Window::new(10.0, INFINITE_SSTHRESH);
         b.on_init(&mut w, &conn(0, 0, 0));
         (b, w)
     }
 
     /// 1 packet per ms, in BBR's unit.
     const PKT_PER_MS: u64 = BW_UNIT / 1000;
+
+    #[test]
+    fn undo_keeps_cwnd_and_restarts_full_pipe_and_policer_detection() {
+        // bbr_undo_cwnd: full_bw and its count reset, long-term sampling restarts from
+        // the connection's counters now, cwnd is returned as it is (not prior_cwnd)
+        let (mut b, mut w) = started();
+        w.cwnd = 37.0;
+        b.full_bw = 5 * PKT_PER_MS;
+        b.full_bw_cnt = 2;
+        b.lt_use_bw = true;
+        b.lt_bw = 3 * PKT_PER_MS;
+        let c = Conn { lost: 4, ..conn(1000, 500, 20) };
+        assert_eq!(b.undo_cwnd(&w, 80.0, &c), 37.0);
+        assert_eq!((b.full_bw, b.full_bw_cnt), (0, 0));
+        assert!(!b.lt_use_bw && !b.lt_is_sampling);
+        assert_eq!((b.lt_bw, b.lt_last_delivered, b.lt_last_lost), (0, 500, 4));
+    }
 
     #[test]
     fn fixed_point_constants_and_rates_are_linux_s() {
@@ -883,7 +905,7 @@ mod tests {
         assert!((b.pacing_rate as f64 - 0.25e3 * 2.887 * 1448.0 * 0.99).abs() < 0.01 * b.pacing_rate as f64, "{}", b.pacing_rate);
         // without an RTT: a nominal 1 ms
         let mut b = Bbr::new();
-        let mut w = Window { cwnd: 10.0, ssthresh: INFINITE_SSTHRESH };
+        let mut w = Window::new(10.0, INFINITE_SSTHRESH);
         b.on_init(&mut w, &Conn { srtt: None, min_rtt: None, ..conn(0, 0, 0) });
         assert_eq!(b.pacing_rate, b.rate_bytes_per_sec(10 * BW_UNIT / 1000, HIGH_GAIN));
         assert!(!b.has_seen_rtt);

@@ -157,7 +157,7 @@ mod tests {
     #[test]
     fn alpha_starts_at_one_and_follows_the_marked_fraction_with_gain_one_sixteenth() {
         let mut d = DctcpParams::default().build();
-        let w = Window { cwnd: 100.0, ssthresh: 50.0 };
+        let w = Window::new(100.0, 50.0);
         assert_eq!(d.alpha, 1024);
         // the first ACK ends the (empty) first window: 1024 - 64 = 960, no marks
         d.in_ack_event(&w, &ack(0, 10, 0, 0));
@@ -187,20 +187,20 @@ mod tests {
     #[test]
     fn an_echo_cuts_by_alpha_over_two_and_a_loss_halves() {
         let mut d = DctcpParams::default().build();
-        let w = Window { cwnd: 100.0, ssthresh: 1e9 };
+        let w = Window::new(100.0, 1e9);
         // alpha = 1: the first echo halves, as a classic TCP
         assert_eq!(d.on_ecn(&w, Time::ZERO), 50.0);
         d.alpha = 256; // 1/4: cut by 1/8 (100 * 256 >> 11 = 12)
         assert_eq!(d.on_ecn(&w, Time::ZERO), 88.0);
         d.alpha = 0;
         assert_eq!(d.on_ecn(&w, Time::ZERO), 100.0);
-        assert_eq!(d.on_ecn(&Window { cwnd: 2.5, ssthresh: 1e9 }, Time::ZERO), 2.0);
+        assert_eq!(d.on_ecn(&Window::new(2.5, 1e9), Time::ZERO), 2.0);
         // a loss halves whatever alpha says, and so does a loss during a reduction
         assert_eq!(d.on_congestion(&w, Time::ZERO), 50.0);
-        let mut w2 = Window { cwnd: 80.0, ssthresh: 70.0 };
+        let mut w2 = Window::new(80.0, 70.0);
         d.set_state(&mut w2, CaState::Recovery, Time::ZERO);
         assert_eq!(w2.ssthresh, 40.0);
-        assert_eq!(d.on_congestion(&Window { cwnd: 3.0, ssthresh: 1e9 }, Time::ZERO), 2.0);
+        assert_eq!(d.on_congestion(&Window::new(3.0, 1e9), Time::ZERO), 2.0);
     }
 
     #[test]
@@ -209,7 +209,7 @@ mod tests {
         // to within Linux's integer rounding.
         for (marked, per) in [(1u32, 10u32), (3, 10), (1, 2)] {
             let mut d = DctcpParams::default().build();
-            let w = Window { cwnd: 100.0, ssthresh: 50.0 };
+            let w = Window::new(100.0, 50.0);
             let mut seq = 0;
             for _ in 0..400 {
                 d.in_ack_event(&w, &ack(seq, seq + per as u64, per, marked));

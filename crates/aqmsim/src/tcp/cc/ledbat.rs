@@ -223,7 +223,7 @@ mod tests {
     }
     fn ack(acked: u32, in_flight: u64) -> AckSample {
         // in_flight: what remains outstanding after this ACK
-        AckSample { acked, snd_una: 100, snd_nxt: 100 + in_flight, ..AckSample::at(Time::ZERO) }
+        AckSample { now: Time::ZERO, acked, rtt: None, min_rtt: None, cwnd_limited: true, snd_una: 100, snd_nxt: 100 + in_flight, ..AckSample::default() }
     }
 
     #[test]
@@ -278,7 +278,7 @@ mod tests {
             for _ in 0..4 {
                 l.on_delay(ms(cur), at_s(1));
             }
-            let mut w = Window { cwnd: 10.0, ssthresh: INF };
+            let mut w = Window::new(10.0, INF);
             l.on_ack(&mut w, &ack(2, 8));
             assert!((w.cwnd - want).abs() < 1e-12, "gain {gain}, queueing {} ms: cwnd {} want {want}", cur - base, w.cwnd);
         }
@@ -291,14 +291,14 @@ mod tests {
         let mut l = Ledbat::new(LedbatParams::default());
         l.on_delay(ms(10), at_s(0));
         // application-limited: 3 segments outstanding before the ACK of 1 -> cap 4
-        let mut w = Window { cwnd: 10.0, ssthresh: INF };
+        let mut w = Window::new(10.0, INF);
         l.on_ack(&mut w, &ack(1, 2));
         assert_eq!(w.cwnd, 4.0);
         // a queue far above target drives it down, never below MIN_CWND
         for _ in 0..4 {
             l.on_delay(ms(1010), at_s(1));
         }
-        let mut w = Window { cwnd: 2.5, ssthresh: INF };
+        let mut w = Window::new(2.5, INF);
         l.on_ack(&mut w, &ack(2, 1));
         assert_eq!(w.cwnd, 2.0);
     }
@@ -306,7 +306,7 @@ mod tests {
     #[test]
     fn loss_halves_the_window_down_to_min_cwnd_and_never_raises_it() {
         let mut l = Ledbat::new(LedbatParams::default());
-        let mut ssthresh = |c: f64| l.on_congestion(&Window { cwnd: c, ssthresh: INF }, Time::ZERO);
+        let mut ssthresh = |c: f64| l.on_congestion(&Window::new(c, INF), Time::ZERO);
         assert_eq!(ssthresh(20.0), 10.0);
         assert_eq!(ssthresh(3.0), 2.0);
         assert_eq!(ssthresh(1.5), 1.5);
@@ -316,7 +316,7 @@ mod tests {
     fn without_slow_start_the_window_grows_one_segment_per_window_at_most() {
         let mut l = Ledbat::new(LedbatParams::default());
         l.on_delay(ms(25), at_s(0));
-        let mut w = Window { cwnd: 2.0, ssthresh: INF };
+        let mut w = Window::new(2.0, INF);
         // one RTT: a window of ACKs, one segment each, with no queueing delay
         for _ in 0..2 {
             l.on_ack(&mut w, &ack(1, 1));
@@ -324,7 +324,7 @@ mod tests {
         assert!((w.cwnd - (2.0 + 0.5 + 1.0 / 2.5)).abs() < 1e-12, "{}", w.cwnd);
         // with slow_start it doubles per RTT like NewReno until ssthresh
         let mut l = Ledbat::new(LedbatParams { slow_start: true, ..Default::default() });
-        let mut w = Window { cwnd: 2.0, ssthresh: 3.0 };
+        let mut w = Window::new(2.0, 3.0);
         l.on_delay(ms(25), at_s(0));
         l.on_ack(&mut w, &ack(2, 2));
         assert_eq!(w.cwnd, 3.0);
@@ -342,7 +342,7 @@ mod tests {
         ) {
             let p = LedbatParams::default();
             let mut l = Ledbat::new(p.clone());
-            let mut w = Window { cwnd: 2.0, ssthresh: INF };
+            let mut w = Window::new(2.0, INF);
             let mut now_ms = 0u64;
             let mut samples: Vec<(u64, u64)> = vec![];
             for (gap_ms, delay_ms, acked, in_flight) in ops {

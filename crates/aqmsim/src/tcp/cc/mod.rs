@@ -5,9 +5,17 @@
 //! control is its own file (parameters with a [`CcParams`] impl, a
 //! [`CongestionControl`] impl, its tests) and one line in that list.
 //!
-//! The window is counted in segments, as in Linux and RFC 9438, and kept as `f64`
-//! so that per-ACK increments of a fraction of a segment accumulate exactly as the
-//! RFC formulas say. The sender may transmit while `pipe < floor(cwnd)`.
+//! The window is counted in segments, as in Linux. It is kept as `f64`, but Linux's
+//! controllers (Reno, CUBIC, BBR) keep it a whole number, growing it through
+//! `snd_cwnd_cnt` ([`Window::cong_avoid_ai`]) as `tcp_cong.c` does. The sender may
+//! transmit while `pipe < floor(cwnd)`.
+//!
+//! The trait's hooks are Linux's `struct tcp_congestion_ops`: `cong_avoid`
+//! ([`CongestionControl::on_ack`]), `ssthresh` (`on_congestion`), `set_state` on a
+//! timeout (`on_timeout`), `pkts_acked` (`on_rtt`), `cwnd_event`'s
+//! `CA_EVENT_TX_START` (`on_tx_start`), `undo_cwnd`, `init` (`on_init`) and
+//! `cong_control`. Each defaults to what Linux does for a controller that leaves it
+//! out.
 //!
 //! A controller that sets cwnd and the pacing rate itself from delivery-rate samples,
 //! as BBR does (Linux's `cong_control` hook), says so with
@@ -37,7 +45,6 @@ use serde::de::{DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 
 pub use super::rate::RateSample;
-pub use super::sender::CaState;
 use crate::rng::SimRng;
 
 pub use bbr::{Bbr, BbrParams};
@@ -50,25 +57,48 @@ pub use reno::{Reno, RenoParams};
 /// "Infinite" slow-start threshold (Linux `TCP_INFINITE_SSTHRESH`).
 pub const INFINITE_SSTHRESH: f64 = 1e9;
 
-/// Congestion window and slow-start threshold, in segments.
+/// Congestion window and slow-start threshold, in segments, and Linux's
+/// `snd_cwnd_cnt`: the segments acked toward the next additive increase.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Window {
     pub cwnd: f64,
     pub ssthresh: f64,
+    /// Segments acknowledged since cwnd last grew in congestion avoidance
+    /// (`tp->snd_cwnd_cnt`, reset whenever a reduction starts).
+    pub cnt: u32,
 }
 
 impl Window {
+    pub fn new(cwnd: f64, ssthresh: f64) -> Window {
+        Window { cwnd, ssthresh, cnt: 0 }
+    }
     pub fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh
     }
     /// RFC 5681 §3.1 slow start with appropriate byte counting (RFC 3465, L = all
-    /// acked data, as Linux's `tcp_slow_start`): grow by the segments acked, up to
+    /// acked data), as Linux's `tcp_slow_start`: grow by the segments acked, up to
     /// ssthresh. Returns the acked segments left over for congestion avoidance.
     pub fn slow_start(&mut self, acked: f64) -> f64 {
         let room = (self.ssthresh - self.cwnd).max(0.0);
         let grow = acked.min(room);
         self.cwnd += grow;
         acked - grow
+    }
+
+    /// Linux `tcp_cong_avoid_ai`: one segment more for every `w` segments acked,
+    /// counted in `cnt`, so that cwnd stays a whole number of segments.
+    pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
+        let w = w.max(1);
+        if self.cnt >= w {
+            self.cnt = 0;
+            self.cwnd += 1.0;
+        }
+        self.cnt += acked;
+        if self.cnt >= w {
+            let delta = self.cnt / w;
+            self.cnt -= delta * w;
+            self.cwnd += delta as f64;
+        }
     }
 
     /// The shared first step of every controller's `on_ack`: no growth unless the
@@ -86,22 +116,65 @@ impl Window {
     }
 }
 
-/// What an ACK tells the controller.
-#[derive(Clone, Copy, Debug)]
+/// Linux's congestion states (`enum tcp_ca_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum CaState {
+    #[default]
+    Open,
+    /// Some segments SACKed or duplicate ACKs seen, no loss detected yet.
+    Disorder,
+    /// Reducing after an ECN echo (RFC 3168 §6.1.2) or a loss repaired by a tail
+    /// loss probe; cwnd set by PRR, no retransmission.
+    Cwr,
+    /// Fast recovery (RACK-TLP, RFC 8985; RFC 6675; RFC 6582), cwnd set by PRR.
+    Recovery,
+    /// After a retransmission timeout, until everything sent before it is acked.
+    Loss,
+}
+
+impl CaState {
+    /// The code of the flow series' `ca_state` column (results.py CA_STATES: open,
+    /// recovery, loss, cwr); Disorder is recorded as open.
+    pub fn code(self) -> u8 {
+        match self {
+            CaState::Open | CaState::Disorder => 0,
+            CaState::Recovery => 1,
+            CaState::Loss => 2,
+            CaState::Cwr => 3,
+        }
+    }
+}
+
+/// What an ACK tells the controller, with the connection's state after it (the
+/// fields of `struct tcp_sock` that Linux's controllers read).
+#[derive(Clone, Copy, Debug, Default)]
 pub struct AckSample {
     pub now: Time,
     /// Segments newly delivered by this ACK (cumulatively acked or SACKed).
     pub acked: u32,
-    /// Round-trip time sample from this ACK, if it gave one.
+    /// Round-trip time sample from this ACK (of the most recently sent segment it
+    /// delivered), if it gave one.
     pub rtt: Option<Duration>,
-    /// Smallest RTT seen on the connection.
+    /// Smallest RTT seen on the connection (`tcp_min_rtt`).
     pub min_rtt: Option<Duration>,
+    /// Smoothed RTT.
+    pub srtt: Option<Duration>,
     /// The sender was limited by cwnd (not by the application or the receiver), so
     /// growth is allowed (RFC 7661, Linux `tcp_is_cwnd_limited`).
     pub cwnd_limited: bool,
     /// Highest cumulatively acked segment and next new segment, for round tracking.
     pub snd_una: u64,
     pub snd_nxt: u64,
+    /// Segments in flight (`tcp_packets_in_flight`) and outstanding (`packets_out`).
+    pub in_flight: u64,
+    pub packets_out: u64,
+    pub ca_state: CaState,
+    /// Payload bytes per segment.
+    pub mss: u32,
+    /// Initial window, segments.
+    pub initial_window: u32,
+    /// Linux's clock tick (1/HZ): controllers that count jiffies use it.
+    pub tick: Duration,
     /// Segments this ACK reports delivered CE-marked (Linux's `delivered_ce` delta:
     /// all of `acked` when an RFC 3168 ACK carries ECE, the ACE counter's increase
     /// under AccECN, RFC 9768 §3.2.2.5).
@@ -111,17 +184,25 @@ pub struct AckSample {
 }
 
 impl AckSample {
-    /// A sample at `now` that reports nothing: no delivery, no RTT, no ECN (tests
-    /// start from it).
+    /// Linux's `jiffies` at `t`: whole ticks since the start.
+    pub fn jiffies(&self, t: Time) -> u64 {
+        t.as_nanos() / self.tick.as_nanos().max(1)
+    }
+    /// Linux `usecs_to_jiffies`: a duration in ticks, rounded up.
+    pub fn to_jiffies(&self, d: Duration) -> u64 {
+        d.as_nanos().div_ceil(self.tick.as_nanos().max(1))
+    }
+    /// A sample at `now` that reports nothing: no delivery, no RTT, no ECN, limited
+    /// by cwnd (tests start from it).
     pub fn at(now: Time) -> AckSample {
-        AckSample { now, acked: 0, rtt: None, min_rtt: None, cwnd_limited: true, snd_una: 0, snd_nxt: 0, ce: 0, ece: false }
+        AckSample { now, cwnd_limited: true, ..AckSample::default() }
     }
 }
 
 /// The connection as a controller that sets cwnd itself reads it on an ACK, after
 /// the ACK's loss detection and state change (the fields of Linux's `tcp_sock` that
 /// `tcp_bbr.c` reads).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Conn {
     pub now: Time,
     /// Payload bytes per segment (`mss_cache`).
@@ -144,6 +225,10 @@ pub struct Conn {
     pub ca_state: CaState,
     /// Earliest departure time of the next segment (`tcp_wstamp_ns`).
     pub wstamp: Time,
+    /// When data was last sent (`lsndtime`).
+    pub lsndtime: Time,
+    /// Linux's clock tick (1/HZ), for controllers that count jiffies.
+    pub tick: Duration,
     /// Segments reported delivered CE-marked so far (`tp->delivered_ce`).
     pub delivered_ce: u64,
     /// Oldest unacknowledged and next new segment (`snd_una`, `snd_nxt`).
@@ -155,24 +240,37 @@ pub struct Conn {
     pub packet_size: u32,
 }
 
+impl Conn {
+    /// Linux's `jiffies` at `t`: whole ticks since the start.
+    pub fn jiffies(&self, t: Time) -> u64 {
+        t.as_nanos() / self.tick.as_nanos().max(1)
+    }
+}
+
 pub trait CongestionControl {
-    /// Grow the window on an ACK outside loss recovery.
+    /// Grow the window on an ACK outside a reduction (Linux `cong_avoid`).
     fn on_ack(&mut self, w: &mut Window, s: &AckSample);
-    /// A loss (or ECN) congestion event: return the new ssthresh. The caller sets
-    /// cwnd (through PRR during recovery, RFC 6937).
+    /// A loss (or ECN) congestion event: return the new ssthresh (`ssthresh`). The
+    /// caller sets cwnd (through PRR during recovery, RFC 6937).
     fn on_congestion(&mut self, w: &Window, now: Time) -> f64;
-    /// A retransmission timeout: the caller sets cwnd to one segment.
-    fn on_timeout(&mut self, _w: &Window, _now: Time) {}
-    /// Every RTT sample, in any state (HyStart watches delay in slow start).
+    /// A retransmission timeout: the connection enters the Loss state
+    /// (`set_state(TCP_CA_Loss)`); the caller sets cwnd.
+    fn on_timeout(&mut self, _w: &Window, _s: &AckSample) {}
+    /// Every ACK that acknowledged or SACKed something, with its RTT sample if any
+    /// (`pkts_acked`: HyStart watches delay in slow start).
     fn on_rtt(&mut self, _w: &mut Window, _s: &AckSample) {}
     /// A one-way delay sample, before `on_rtt`, from each ACK of new data that echoes
     /// a timestamp: its TSval minus its TSecr (LEDBAT, RFC 6817).
     fn on_delay(&mut self, _owd: Duration, _now: Time) {}
     /// Without SACK, end fast recovery on the first ACK of new data (RFC 5681 §3.2
-    /// step 6, Linux's `reno`) instead of on the ACK that covers the recovery point
-    /// (RFC 6582 NewReno).
+    /// step 6) instead of on the ACK that covers the recovery point (RFC 6582 NewReno).
     fn rfc5681_recovery(&self) -> bool {
         false
+    }
+    /// A reduction turned out spurious: the cwnd to restore (`undo_cwnd`; Linux's
+    /// `tcp_reno_undo_cwnd`, used by Reno and CUBIC: the larger of now and before).
+    fn undo_cwnd(&mut self, w: &Window, prior_cwnd: f64, _c: &Conn) -> f64 {
+        w.cwnd.max(prior_cwnd)
     }
     /// Every ACK, in any state, once its deliveries and ECN feedback are counted and
     /// before the sender's state machine runs (Linux's `in_ack_event`): DCTCP
@@ -185,8 +283,11 @@ pub trait CongestionControl {
     }
     /// The congestion state changes to `to` (Linux's `set_state`, called before the
     /// state takes effect and before the sender touches cwnd; a timeout's `Loss`
-    /// comes with `on_timeout`, Linux's `CA_EVENT_LOSS`).
+    /// also comes with `on_timeout`).
     fn set_state(&mut self, _w: &mut Window, _to: CaState, _now: Time) {}
+    /// A retransmission timeout starts a new loss episode (Linux `CA_EVENT_LOSS`,
+    /// sent by `tcp_enter_loss` once per episode, after `ssthresh`).
+    fn on_loss_event(&mut self, _w: &Window, _now: Time) {}
     /// This controller sets cwnd and the pacing rate itself on every ACK from the
     /// delivery-rate sample ([`CongestionControl::cong_control`]; Linux: the
     /// `cong_control` hook is set).
@@ -362,8 +463,8 @@ macro_rules! registry {
             fn on_congestion(&mut self, w: &Window, now: Time) -> f64 {
                 match self { $( AnyCc::$variant(c) => c.on_congestion(w, now), )* }
             }
-            fn on_timeout(&mut self, w: &Window, now: Time) {
-                match self { $( AnyCc::$variant(c) => c.on_timeout(w, now), )* }
+            fn on_timeout(&mut self, w: &Window, s: &AckSample) {
+                match self { $( AnyCc::$variant(c) => c.on_timeout(w, s), )* }
             }
             #[inline]
             fn on_rtt(&mut self, w: &mut Window, s: &AckSample) {
@@ -376,6 +477,9 @@ macro_rules! registry {
             fn rfc5681_recovery(&self) -> bool {
                 match self { $( AnyCc::$variant(c) => c.rfc5681_recovery(), )* }
             }
+            fn undo_cwnd(&mut self, w: &Window, prior_cwnd: f64, c: &Conn) -> f64 {
+                match self { $( AnyCc::$variant(x) => x.undo_cwnd(w, prior_cwnd, c), )* }
+            }
             #[inline]
             fn in_ack_event(&mut self, w: &Window, s: &AckSample) {
                 match self { $( AnyCc::$variant(c) => c.in_ack_event(w, s), )* }
@@ -385,6 +489,9 @@ macro_rules! registry {
             }
             fn set_state(&mut self, w: &mut Window, to: CaState, now: Time) {
                 match self { $( AnyCc::$variant(c) => c.set_state(w, to, now), )* }
+            }
+            fn on_loss_event(&mut self, w: &Window, now: Time) {
+                match self { $( AnyCc::$variant(c) => c.on_loss_event(w, now), )* }
             }
             fn controls_cwnd(&self) -> bool {
                 match self { $( AnyCc::$variant(c) => c.controls_cwnd(), )* }

@@ -314,8 +314,9 @@ impl CongestionControl for Prague {
         w.ssthresh
     }
 
-    /// A timeout (Linux `CA_EVENT_LOSS`): halve the fractional window.
-    fn on_timeout(&mut self, _w: &Window, _now: Time) {
+    /// A timeout's new loss episode (Linux `CA_EVENT_LOSS`): halve the fractional
+    /// window.
+    fn on_loss_event(&mut self, _w: &Window, _now: Time) {
         if self.started {
             self.enter_loss();
         }
@@ -339,7 +340,7 @@ impl CongestionControl for Prague {
                 let reduction = (alpha * self.frac_cwnd as u128 + MAX_ALPHA as u128) >> (ALPHA_BITS + 1);
                 self.frac_cwnd -= reduction as u64;
             }
-            CaState::Loss => {}
+            CaState::Loss | CaState::Disorder => {}
         }
     }
 
@@ -401,6 +402,7 @@ mod tests {
                 snd_nxt,
                 cwnd_limited: true,
                 packet_size: 1500,
+                ..Conn::default()
             };
             p.cong_control(w, &rs, &mut c);
         }
@@ -413,7 +415,7 @@ mod tests {
     #[test]
     fn slow_start_grows_by_the_segments_acked_and_the_first_mark_halves() {
         let (mut p, mut f) = prague();
-        let mut w = Window { cwnd: 10.0, ssthresh: 1e9 };
+        let mut w = Window::new(10.0, 1e9);
         f.ack(&mut p, &mut w, 20, 2, 12, 2, 0, 20);
         assert_eq!(w.cwnd, 12.0);
         assert_eq!(p.frac_cwnd(), 12.0);
@@ -432,7 +434,7 @@ mod tests {
     #[test]
     fn alpha_is_the_moving_average_of_the_marked_fraction_per_round() {
         let (mut p, mut f) = prague();
-        let mut w = Window { cwnd: 100.0, ssthresh: 100.0 };
+        let mut w = Window::new(100.0, 100.0);
         // one round of 100 segments, 10 marked (the first mark sets saw_ce)
         f.ack(&mut p, &mut w, 0, 0, 100, 0, 0, 20);
         assert_eq!(p.next_seq, 100);
@@ -453,7 +455,7 @@ mod tests {
     #[test]
     fn an_echo_cuts_the_fractional_window_by_alpha_over_two_once_per_round() {
         let (mut p, mut f) = prague();
-        let mut w = Window { cwnd: 100.0, ssthresh: 100.0 };
+        let mut w = Window::new(100.0, 100.0);
         f.ack(&mut p, &mut w, 0, 0, 100, 0, 0, 20);
         p.saw_ce = true;
         p.upscaled_alpha = (MAX_ALPHA / 4) << SHIFT_G; // alpha = 1/4
@@ -474,7 +476,7 @@ mod tests {
         // per 25 ms of time.
         for (rtt_ms, per_rtt_late) in [(5u64, 1.0 / 25.0), (10, 4.0 / 25.0), (20, 16.0 / 25.0), (40, 1.0)] {
             let (mut p, mut f) = prague();
-            let mut w = Window { cwnd: 50.0, ssthresh: 50.0 };
+            let mut w = Window::new(50.0, 50.0);
             f.ack(&mut p, &mut w, 0, 0, 50, 0, 0, rtt_ms); // the connection starts
             let (mut seq, mut t) = (0u64, 0u64);
             let mut round = |p: &mut Prague, f: &mut Feed, w: &mut Window| {
@@ -500,7 +502,7 @@ mod tests {
     #[test]
     fn marked_segments_do_not_grow_the_window_and_a_loss_halves_it_and_stops_growth() {
         let (mut p, mut f) = prague();
-        let mut w = Window { cwnd: 40.0, ssthresh: 40.0 };
+        let mut w = Window::new(40.0, 40.0);
         f.ack(&mut p, &mut w, 0, 0, 40, 0, 0, 20);
         p.saw_ce = true;
         let half = p.frac_cwnd();
@@ -518,7 +520,7 @@ mod tests {
     #[test]
     fn it_paces_at_the_window_per_rtt_and_twice_that_early_in_slow_start() {
         let (mut p, mut f) = prague();
-        let mut w = Window { cwnd: 100.0, ssthresh: 100.0 };
+        let mut w = Window::new(100.0, 100.0);
         f.ack(&mut p, &mut w, 0, 0, 100, 0, 0, 20);
         // 100 segments of 1500 B per 20 ms = 7.5 MB/s, in bursts of 250 µs: 1.8
         // segments, so one (7.5e6 / 1500 = 5000 segments/s, >> 12 = 1)
@@ -526,12 +528,12 @@ mod tests {
         assert!((r / 7.5e6 - 1.0).abs() < 0.02, "{r}");
         assert_eq!(p.tso_segs(), Some(1));
         // early in slow start (cwnd < ssthresh / 2) twice that
-        p.update_pacing_rate(&Window { cwnd: 10.0, ssthresh: 1e9 }, 0, 1500);
+        p.update_pacing_rate(&Window::new(10.0, 1e9), 0, 1500);
         assert_eq!(p.pacing_rate(), Some(2 * p.rate_bytes));
         // before any RTT sample: no division, nothing waits
         let mut q = PragueParams::default().build();
         q.frac_cwnd = 10 << CWND_UNIT;
-        q.update_pacing_rate(&Window { cwnd: 10.0, ssthresh: 1e9 }, 0, 1500);
+        q.update_pacing_rate(&Window::new(10.0, 1e9), 0, 1500);
         assert!(q.pacing_rate().unwrap() > 1_000_000_000);
     }
 
