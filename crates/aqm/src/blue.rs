@@ -52,9 +52,13 @@ use crate::time::{Duration, Time};
 use crate::units::QueueLimit;
 use crate::{Admit, Aqm, Cause, Counter, Ctx, Departure, Dropped, Probe, QPacket};
 
-/// BLUE's parameters. The defaults are the smaller pair of steps the paper evaluates
-/// with the longer freeze time (`d1` = 0.0025, `d2` = 0.00025, 100 ms), which are also
-/// the defaults of Feng's BLUE code for ns.
+/// BLUE's parameters. The defaults are configuration B2 of the paper's comparison with
+/// RED (§4.2, "Packet loss rates using RED and BLUE", the table of BLUE configurations:
+/// B1 10 ms / 0.0025 / 0.00025, B2 100 ms / 0.0025 / 0.00025, B3 10 ms / 0.02 / 0.002,
+/// B4 100 ms / 0.02 / 0.002 as freeze_time / d1 / d2): the smaller pair of steps with
+/// the longer freeze time, which are also the defaults of Feng's BLUE code for ns
+/// (increment 0.0025, decrement 0.00025, hold time 0.1 s). d1 = 10 d2 in every
+/// configuration, "significantly larger" as §4.1 asks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BlueParams {
@@ -82,9 +86,9 @@ impl Default for BlueParams {
 
 impl BlueParams {
     pub const DOC: &'static [(&'static str, &'static str)] = &[
-        ("d1", "step up of p_m on a loss (or Q_len > L) event (Feng et al. §4: 0.0025, also their ns code's default)"),
-        ("d2", "step down of p_m on a link idle event, an order of magnitude below d1 (Feng et al. §4: 0.00025)"),
-        ("freeze_time", "least time between two updates of p_m (Feng et al. §4: 100 ms)"),
+        ("d1", "step up of p_m on a loss (or Q_len > L) event (Feng et al. §4.2, configuration B2: 0.0025, also their ns code's default)"),
+        ("d2", "step down of p_m on a link idle event, an order of magnitude below d1 (Feng et al. §4.2, B2: 0.00025)"),
+        ("freeze_time", "least time between two updates of p_m (Feng et al. §4.2, B2: 100 ms; B1 and B3 use 10 ms)"),
         ("threshold", "L: an arrival finding more than this queued is a loss event too (packets or bytes; §4's variant); none: overflow only"),
         ("ecn", "mark ECN-capable packets instead of dropping (RFC 3168 §5; the paper's experiments use ECN); overflow always drops"),
     ];
