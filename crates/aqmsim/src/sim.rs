@@ -544,8 +544,8 @@ pub fn group_infos(sc: &Scenario) -> Vec<GroupInfo> {
             base_rtt_ns: sc.base_rtt(gi).as_nanos(),
             first_flow: sc.flow_ids(gi).start,
             sizes: g.traffic.sizes(),
-            rate_bps: g.traffic.cbr().map(|c| c.0),
-            packet_size: g.traffic.cbr().map(|c| c.1),
+            rate_bps: g.traffic.datagrams().map(|c| c.0),
+            packet_size: g.traffic.datagrams().map(|c| c.1),
         })
         .collect()
 }
