@@ -426,8 +426,7 @@ impl World {
         let conn = self.flows[fi].ep.connection();
         let [sender, receiver] = self.flows[fi].hosts;
         let k = eng.key_of(v);
-        let mut out = std::mem::take(&mut self.out);
-        for mut p in out.drain(..) {
+        for mut p in self.out.drain(..) {
             p.uid = self.next_uid;
             self.next_uid += 1;
             p.conn = conn;
@@ -435,7 +434,6 @@ impl World {
             self.rec.sent(&p);
             self.net.send(p, k, eng, &mut self.rec);
         }
-        self.out = out;
     }
 
     /// Schedule the application events an endpoint hook asked for.
