@@ -44,7 +44,7 @@ import numpy as np
 from .. import _core
 from ..results import RunResult
 from ..scenario import ScenarioLike, source
-from . import netns
+from . import bpf_cc, netns
 from .netns import EmulationError, Names
 
 __all__ = ["emulate", "Cbr", "EmulationError", "cleanup_all", "leftovers"]
@@ -103,10 +103,11 @@ def _plan_flows(
     return flows, groups
 
 
-def check_kernel_cc(flows: list[dict[str, Any]], path: str = AVAILABLE_CC) -> None:
+def check_kernel_cc(flows: list[dict[str, Any]], path: str = AVAILABLE_CC, bpf: bool = True) -> None:
     """Every congestion control the plan's TCP flows use (Linux names, from
-    `aqmemu::plan::kernel_cc`) is in the kernel, or loads with `modprobe tcp_NAME`;
-    else a one-line error naming the field."""
+    `aqmemu::plan::kernel_cc`) is in the kernel, or loads with `modprobe tcp_NAME`,
+    or (`dctcp`) as aqmlab's BPF port (`bpf_cc`), which then replaces the name in
+    `flows`; else a one-line error naming the field."""
 
     def available() -> set[str]:
         try:
@@ -115,8 +116,12 @@ def check_kernel_cc(flows: list[dict[str, Any]], path: str = AVAILABLE_CC) -> No
             return set()
 
     have = available()
+    ported: dict[str, str] = {}
     for f in flows:
         want = f.get("cc")
+        if want in ported:
+            f["cc"] = ported[want]
+            continue
         if want is None or want in have:
             continue
         tried = "no modprobe to load tcp_" + want
@@ -126,6 +131,13 @@ def check_kernel_cc(flows: list[dict[str, Any]], path: str = AVAILABLE_CC) -> No
             if want in have:
                 continue
             tried = f"modprobe tcp_{want} failed: " + ((r.stderr.strip().splitlines() or [f"exit code {r.returncode}"])[-1])
+        port = bpf_cc.port_of(want)
+        if port is not None and bpf:
+            try:
+                f["cc"] = ported[want] = bpf_cc.ensure(want, have)
+                continue
+            except bpf_cc.BpfUnavailable as e:
+                tried += f"; its BPF port {port} could not be loaded: {e}"
         raise EmulationError(f"flows[{f['group']}].tcp.cc: the kernel has no \"{want}\" congestion control (it has: {', '.join(sorted(have)) or 'none listed'}; {tried})")
 
 
@@ -290,7 +302,15 @@ def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc
             if b.poll() is not None:
                 raise EmulationError(f"the bottleneck process died (exit code {b.poll()}); the run is lost") from None
             raise
+        # the receivers run each flow's congestion control too (DCTCP's CE echo is
+        # the receiving socket's, tcp_dctcp.h): one listener per congestion control
+        # of the bulk flows, on PORT, PORT + 1, ...
+        listen = sorted({f["cc"] for f in flows if f["app"] == "bulk"})
+        for f in flows:
+            if f["app"] == "bulk":
+                f["dport"] = PORT + listen.index(f["cc"])
         plan = {
+            "listen": [[PORT + k, cc] for k, cc in enumerate(listen)],
             "duration_ns": duration_ns,
             "interval_ns": interval_ns,
             "dst": netns.RCV_ADDR,

@@ -188,12 +188,18 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
     errors: list[str] = []
     rows: list[tuple[int, int, int]] = []
     sel = selectors.DefaultSelector()
-    lt = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    lt.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lt.bind(("0.0.0.0", plan["port"]))
-    lt.listen(256)
-    lt.setblocking(False)
-    sel.register(lt, selectors.EVENT_READ, "listen")
+    # one listener per congestion control of the bulk flows (accepted sockets
+    # inherit it: the receiver's side of DCTCP echoes CE by its own state machine)
+    listen = plan.get("listen", [[plan["port"], None]])
+    for port, cc in listen:
+        lt = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        lt.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if cc:
+            lt.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        lt.bind(("0.0.0.0", port))
+        lt.listen(256)
+        lt.setblocking(False)
+        sel.register(lt, selectors.EVENT_READ, "listen")
     us = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     us.bind(("0.0.0.0", plan["port"]))
     us.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
@@ -220,7 +226,7 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
                 sleep_until(at)
                 req = now_ns()
                 if s is None:
-                    s = connect_from(base + i, dst, None, min(end, req + 1_000_000_000))
+                    s = connect_from(base + i, dst, f["cc"], min(end, req + 1_000_000_000))
                     s.settimeout(0.1)
                     conn += 1
                 s.sendall(REQUEST.pack(k, size))
@@ -274,14 +280,14 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
             k += 1
         # after the end, drain until the senders have closed (counting nothing), so
         # that no sender sees its connection reset
-        if t >= end and (len(sel.get_map()) <= 2 or t >= end + 2_000_000_000):
+        if t >= end and (len(sel.get_map()) <= 1 + len(listen) or t >= end + 2_000_000_000):
             break
         timeout = max(0.0, min(t0 + k * interval, end) - t) / 1e9 if t < end else 0.05
         for key, _ in sel.select(timeout):
             what = key.data
             if what == "listen":
                 try:
-                    c, (_, port) = lt.accept()
+                    c, (_, port) = key.fileobj.accept()  # type: ignore[union-attr]
                 except BlockingIOError:
                     continue
                 c.setblocking(False)
@@ -387,9 +393,8 @@ def send_main(plan: dict[str, Any], out: str) -> None:
     wait_for_go(plan)
     t0, end = plan["t0_ns"], plan["t0_ns"] + plan["duration_ns"]
     interval = plan["interval_ns"]
-    dst = (plan["dst"], plan["port"])
-
     def bulk(i: int, f: dict[str, Any]) -> None:
+        dst = (plan["dst"], f.get("dport", plan["port"]))
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, f["cc"].encode())
@@ -419,6 +424,7 @@ def send_main(plan: dict[str, Any], out: str) -> None:
             final[i] = {**info, "cc": congestion_control(s)}
 
     def cbr(i: int, f: dict[str, Any]) -> None:
+        dst = (plan["dst"], plan["port"])
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.bind(("0.0.0.0", base + i))
         if f.get("ecn"):
