@@ -141,6 +141,26 @@ def check_kernel_cc(flows: list[dict[str, Any]], path: str = AVAILABLE_CC, bpf: 
         raise EmulationError(f"flows[{f['group']}].tcp.cc: the kernel has no \"{want}\" congestion control (it has: {', '.join(sorted(have)) or 'none listed'}; {tried})")
 
 
+OFFLOADS = ("tso", "gso", "gro", "sg")
+
+
+def parse_offloads(spec: dict[str, bool] | Sequence[str]) -> dict[str, bool]:
+    """`{"gso": False}`, or the CLI's ["gso=off", ...]: checked, one-line errors."""
+    items = spec.items() if isinstance(spec, dict) else [tuple(x.split("=", 1)) if "=" in x else (x, None) for x in spec]
+    out: dict[str, bool] = {}
+    for name, v in items:
+        if name not in OFFLOADS:
+            raise EmulationError(f"--offload: unknown offload \"{name}\" (expected one of: {', '.join(OFFLOADS)})")
+        if isinstance(v, str):
+            if v not in ("on", "off"):
+                raise EmulationError(f"--offload: {name}={v}: expected on or off")
+            v = v == "on"
+        if not isinstance(v, bool):
+            raise EmulationError(f"--offload: {name}: expected NAME=on or NAME=off")
+        out[name] = v
+    return out
+
+
 def read_trace(path: str | os.PathLike[str]) -> list[int]:
     """A Mahimahi trace: one delivery opportunity per line, its time in ms."""
     out = []
@@ -227,12 +247,16 @@ def emulate(
     run_id: str | None = None,
     scenario_flows: bool = True,
     trace: str | os.PathLike[str] | None = None,
+    offloads: dict[str, bool] | None = None,
 ) -> RunResult:
     """Run `scenario` on real traffic and return its results (nothing is written).
 
     `cbr` adds constant-bit-rate UDP flows; `scenario_flows=False` leaves out the
-    scenario's own flow groups (the accuracy tests measure the bottleneck with CBR only)."""
+    scenario's own flow groups (the accuracy tests measure the bottleneck with CBR only);
+    `offloads` turns the TUN devices' offloads on or off ({"gso": False}: the senders
+    send one segment per skb, without Linux's GSO batching and TSO deferral)."""
     netns.preflight()
+    offloads = parse_offloads(offloads or {})
     trace_ms = read_trace(trace) if trace is not None else None
     src = source(scenario)
     overrides = list(overrides)
@@ -253,7 +277,7 @@ def emulate(
         guard = None
         try:
             guard = _start_guard(work, names.run_id)
-            return _run(names, work, src, overrides, seed, sc, flows, groups, trace_ms, progress)
+            return _run(names, work, src, overrides, seed, sc, flows, groups, trace_ms, progress, offloads)
         finally:
             with interrupts.deferred():  # a first signal does not cut the cleanup short
                 netns.remove_run(names, work)
@@ -261,7 +285,7 @@ def emulate(
 
 
 def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc: dict[str, Any], flows: list[dict[str, Any]],
-         groups: list[dict[str, Any]], trace_ms: list[int] | None, progress: Any) -> RunResult:
+         groups: list[dict[str, Any]], trace_ms: list[int] | None, progress: Any, offloads: dict[str, bool] | None = None) -> RunResult:
     tcp_groups = [g for g in sc["flows"] if g["kind"] != "cbr"]
     ecn = any(g["tcp"]["ecn"] for g in tcp_groups)
     ssai = {bool(g["tcp"]["slow_start_after_idle"]) for g in tcp_groups}
@@ -323,6 +347,8 @@ def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc
             # each side's TUN device, whose offloads the programs report
             "dev_send": names.tun_snd,
             "dev_recv": names.tun_rcv,
+            # offloads to turn on or off on both devices before any socket exists
+            "set_offloads": offloads or {},
         }
         plan_path = work / "plan.json"
         plan_path.write_text(json.dumps(plan))
@@ -371,6 +397,9 @@ def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc
             "stalls": len(em["stalls_ns"]),
             # the senders' namespace's non-zero TcpExt counters (HyStart, RACK, TLP, ...)
             "sender_tcp_counters": send.get("counters", {}),
+            # the receivers' (delayed and stretched ACKs: TCPDelayedACKs,
+            # TCPBacklogCoalesce, TCPDelayedACKLocked, ...)
+            "receiver_tcp_counters": recv.get("counters", {}),
             # over all TCP flows (tcp_info): seconds busy sending, and of those limited
             # by the receiver's window or by the send buffer
             "sender_limits_s": {
@@ -547,6 +576,7 @@ def cli_run(a: Any, headline_table: Any, err: Any, console: Any, progress_runner
         check_kernel_cc(_plan_flows(src, a.set, a.seed, resolved, ())[0])
         if a.trace:
             read_trace(a.trace)
+        offloads = parse_offloads(a.offload or [])
     except (_core.ScenarioError, EmulationError) as e:
         return err(str(e))
     if a.out:
@@ -573,7 +603,7 @@ def cli_run(a: Any, headline_table: Any, err: Any, console: Any, progress_runner
     interrupts.note(f"namespaces, processes and temporary files removed; nothing written to {out}")
     try:
         with progress_runner(f"{resolved['name']} (emulated)", show_bar) as cb:
-            r = emulate(a.scenario, a.set, a.seed, progress=cb, trace=a.trace)
+            r = emulate(a.scenario, a.set, a.seed, progress=cb, trace=a.trace, offloads=offloads)
         r.write(out, report=not a.no_report)
     except EmulationError as e:
         return err(str(e), 1)

@@ -126,6 +126,20 @@ def offloads(dev: str) -> dict[str, bool | None]:
     return out
 
 
+# the legacy ethtool set commands (ETHTOOL_STSO, _SGSO, _SGRO, _SSG)
+ETHTOOL_SETS = {"tso": 0x1F, "gso": 0x24, "gro": 0x2C, "sg": 0x19}
+
+
+def set_offloads(dev: str, want: dict[str, bool]) -> None:
+    """Turn offloads of the device `dev` (in this process's namespace) on or off,
+    as `ethtool -K DEV gso off` does (SIOCETHTOOL)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for name, on in want.items():
+            val = ctypes.create_string_buffer(struct.pack("II", ETHTOOL_SETS[name], int(on)), 8)
+            ifreq = struct.pack("16sP", dev.encode()[:15], ctypes.addressof(val))
+            fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifreq)
+
+
 def congestion_control(sock: socket.socket) -> str:
     """The congestion control the kernel runs on this socket."""
     return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0", 1)[0].decode()
@@ -176,6 +190,8 @@ def connect_from(port: int, dst: tuple[str, int], cc: str | None, until_ns: int)
 
 
 def recv_main(plan: dict[str, Any], out: str) -> None:
+    if plan.get("set_offloads") and plan.get("dev_recv"):
+        set_offloads(plan["dev_recv"], plan["set_offloads"])
     interval, base = plan["interval_ns"], plan["base_port"]
     flows = plan["flows"]
     n = len(flows)
@@ -333,6 +349,7 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
                 "datagrams": datagrams,
                 "transfers": transfers,
                 "errors": errors,
+                "counters": tcp_counters(),
                 "offloads": offloads(plan["dev_recv"]) if plan.get("dev_recv") else {},
             },
             fh,
@@ -368,6 +385,8 @@ class _Totals:
 
 
 def send_main(plan: dict[str, Any], out: str) -> None:
+    if plan.get("set_offloads") and plan.get("dev_send"):
+        set_offloads(plan["dev_send"], plan["set_offloads"])
     base = plan["base_port"]
     flows = plan["flows"]
     socks: dict[int, socket.socket] = {}
