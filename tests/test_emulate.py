@@ -485,7 +485,7 @@ def test_dctcp_runs_on_the_kernel_with_dctcps_receiver_echo():
     assert b["queues"]["l"]["step_marks"] > 20 and b["queues"]["c"]["enqueued"] == 0
     echoed = r.summary["emulation"]["sender_tcp_counters"].get("TCPDeliveredCE", 0)
     assert abs(echoed - marks) <= 2 + marks // 50, (echoed, marks)
-    assert b["drops"]["overflow"] == 0 and r.summary["classes"]["dctcp"]["goodput_mbps"] > 10
+    assert b["drops"]["overflow"] == 0 and r.summary["classes"]["dctcp"]["goodput_mbps"] > 5
 
 
 CBR_SCENARIO = """
