@@ -452,6 +452,20 @@ def test_offload_settings_are_checked():
             parse_offloads(bad)
 
 
+@needs_emulation
+def test_offloads_are_set_and_one_the_device_cannot_have_is_a_one_line_error():
+    from aqmlab.emulate import EmulationError
+
+    r = emulate("madpie-proof", ["duration=2s", "flows.0.count=1"], offloads={"gro": False})
+    assert r.summary["emulation"]["offloads"]["receivers"]["gro"] is False
+    assert r.summary["emulation"]["offloads"]["senders"]["gro"] is False
+    assert r.summary["emulation"]["offloads"]["senders"]["gso"] is True
+    # TSO on a TUN device without a virtio-net header: accepted by the ioctl, kept off
+    with pytest.raises(EmulationError) as e:
+        emulate("madpie-proof", ["duration=2s"], offloads={"tso": True})
+    assert str(e.value).endswith("did not start: --offload tso=on: the TUN device keeps it off"), str(e.value)
+
+
 def _dctcp_or_skip() -> str:
     """The kernel's DCTCP, or aqmlab's BPF port of it loaded now; skip (saying why)
     where neither can be had."""

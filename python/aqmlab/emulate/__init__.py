@@ -103,7 +103,7 @@ def _plan_flows(
     return flows, groups
 
 
-def check_kernel_cc(flows: list[dict[str, Any]], path: str = AVAILABLE_CC, bpf: bool = True) -> None:
+def check_kernel_cc(flows: list[dict[str, Any]], path: str = AVAILABLE_CC) -> None:
     """Every congestion control the plan's TCP flows use (Linux names, from
     `aqmemu::plan::kernel_cc`) is in the kernel, or loads with `modprobe tcp_NAME`,
     or (`dctcp`) as aqmlab's BPF port (`bpf_cc`), which then replaces the name in
@@ -132,7 +132,7 @@ def check_kernel_cc(flows: list[dict[str, Any]], path: str = AVAILABLE_CC, bpf: 
                 continue
             tried = f"modprobe tcp_{want} failed: " + ((r.stderr.strip().splitlines() or [f"exit code {r.returncode}"])[-1])
         port = bpf_cc.port_of(want)
-        if port is not None and bpf:
+        if port is not None:
             try:
                 f["cc"] = ported[want] = bpf_cc.ensure(want, have)
                 continue
@@ -253,8 +253,8 @@ def emulate(
 
     `cbr` adds constant-bit-rate UDP flows; `scenario_flows=False` leaves out the
     scenario's own flow groups (the accuracy tests measure the bottleneck with CBR only);
-    `offloads` turns the TUN devices' offloads on or off ({"gso": False}: the senders
-    send one segment per skb, without Linux's GSO batching and TSO deferral)."""
+    `offloads` turns the TUN devices' offloads on or off ({"gso": False}; Linux's TCP
+    builds multi-segment skbs whatever the device says, segmented in software)."""
     netns.preflight()
     offloads = parse_offloads(offloads or {})
     trace_ms = read_trace(trace) if trace is not None else None
@@ -353,11 +353,13 @@ def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc
         plan_path = work / "plan.json"
         plan_path.write_text(json.dumps(plan))
         r = procs["recv"] = _spawn(["-m", "aqmlab.emulate._traffic", "recv", str(plan_path)], ns=names.ns_rcv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        if _readline(r, 15.0) != "ready":
-            raise EmulationError("the receiver program did not start")
+        line = _readline(r, 15.0)
+        if line != "ready":
+            raise EmulationError("the receiver program did not start" + (f": {line}" if line else ""))
         snd = procs["send"] = _spawn(["-m", "aqmlab.emulate._traffic", "send", str(plan_path)], ns=names.ns_snd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        if _readline(snd, 15.0) != "ready":
-            raise EmulationError("the sender program did not start")
+        line = _readline(snd, 15.0)
+        if line != "ready":
+            raise EmulationError("the sender program did not start" + (f": {line}" if line else ""))
         # everything is up: the run starts shortly, at the same instant for all three
         t0 = time.monotonic_ns() + LEAD_NS
         for p, line in ((b, f"start {t0} {duration_ns}"), (r, f"go {t0}"), (snd, f"go {t0}")):

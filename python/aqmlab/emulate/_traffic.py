@@ -132,12 +132,24 @@ ETHTOOL_SETS = {"tso": 0x1F, "gso": 0x24, "gro": 0x2C, "sg": 0x19}
 
 def set_offloads(dev: str, want: dict[str, bool]) -> None:
     """Turn offloads of the device `dev` (in this process's namespace) on or off,
-    as `ethtool -K DEV gso off` does (SIOCETHTOOL)."""
+    as `ethtool -K DEV gso off` does (SIOCETHTOOL). One a device cannot change:
+    say so on stdout (the parent shows the line) and exit."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         for name, on in want.items():
             val = ctypes.create_string_buffer(struct.pack("II", ETHTOOL_SETS[name], int(on)), 8)
             ifreq = struct.pack("16sP", dev.encode()[:15], ctypes.addressof(val))
-            fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifreq)
+            try:
+                fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifreq)
+            except OSError as e:
+                print(f"--offload {name}={'on' if on else 'off'}: the TUN device refuses it ({e.strerror})", flush=True)
+                sys.exit(4)
+    # a feature the device cannot have is accepted and stays as it was (TSO on a TUN
+    # device without a virtio-net header): read back
+    now = offloads(dev)
+    for name, on in want.items():
+        if now.get(name) != on:
+            print(f"--offload {name}={'on' if on else 'off'}: the TUN device keeps it {'on' if now.get(name) else 'off'}", flush=True)
+            sys.exit(4)
 
 
 def congestion_control(sock: socket.socket) -> str:
