@@ -53,7 +53,7 @@ pub fn datagram(flow: u32, seq: u64, size: u32, ecn: bool, now: Time) -> Packet 
     p.seq = seq;
     p.payload = size - UDP_HEADER;
     if ecn {
-        p.ecn = Ecn::Ect0;
+        p.set_ecn(Ecn::Ect0);
     }
     p
 }
@@ -159,7 +159,7 @@ impl DatagramSink {
             r.seq.push(p.seq);
             r.size.push(p.size);
             r.delay_ns.push(cx.now.saturating_since(p.sent_at).as_nanos());
-            r.ce.push(p.ecn == Ecn::Ce);
+            r.ce.push(p.ecn() == Ecn::Ce);
         }
     }
     /// The flow's row of the flow series, `sent` datagrams sent so far.
