@@ -105,8 +105,6 @@ pub struct Packet {
     /// Data: payload bytes.
     pub payload: u32,
     pub kind: Kind,
-    /// Index of the next link on the packet's path.
-    pub hop: u8,
     /// The ECN field, [`Ecn::index`] (a byte, not an [`Ecn`]: see [`Kind`]); read
     /// and set with [`Packet::ecn`] and [`Packet::set_ecn`].
     ecn: u8,
@@ -122,6 +120,9 @@ pub struct Packet {
     pub src_host: u16,
     pub dst_host: u16,
     pub sack: SackBlocks,
+    /// The network's business: where the packet is on its route (the position of
+    /// its current hop in the network's table of all routes' hops).
+    pub hop: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Packet>() == 96);

@@ -261,13 +261,13 @@ impl Network {
     /// The hop `p` is at on its route: the link, and what follows it.
     #[inline]
     fn hop(&self, p: &Packet) -> (u16, Next) {
-        self.hops[(self.flow_route[p.flow as usize][!p.kind.is_forward() as usize] + p.hop as u32) as usize]
+        self.hops[p.hop as usize]
     }
 
     /// A host sends `p` during the event of key `k`: it enters its first link, after
     /// the flow's own delay line if it has one.
     pub fn send<E: NetEvents>(&mut self, p: &mut Packet, k: Key, eng: &mut Engine<E>, rec: &mut Recorder) {
-        p.hop = 0;
+        p.hop = self.flow_route[p.flow as usize][!p.kind.is_forward() as usize];
         let now = key_time(k);
         let line = &mut self.lines[p.flow as usize];
         if !line.extra.is_zero() {
