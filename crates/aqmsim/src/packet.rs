@@ -32,7 +32,7 @@ impl Kind {
     }
     /// The number the records write for it (0 data, 1 ack, 2 syn, 3 synack, 4 udp).
     #[inline]
-    pub fn code(self) -> u8 {
+    pub const fn code(self) -> u8 {
         self.0
     }
 }
