@@ -400,3 +400,22 @@ def test_runs_whose_worker_is_lost_twice_are_recorded_as_failed(tmp_path, monkey
     assert res.ran == 2
     idx = res.index().set_index("run")
     assert idx.loc[victim, "status"] == "failed" and "lost twice" in idx.loc[victim, "error"]
+
+
+def test_a_resumed_sweep_removes_an_output_check_that_a_kill_left_behind(tmp_path):
+    # a run killed between creating and removing its output check's temporary folder
+    # (inputs.writable_dir) leaves it in runs/; the next start removes it, as it does
+    # half-written folders, and keeps everything else
+    from aqmlab import sweeps
+    from aqmlab.inputs import WRITE_CHECK_PREFIX
+
+    runs = tmp_path / "sw" / "runs"
+    left = runs / f"{WRITE_CHECK_PREFIX}x1y2z3"
+    left.mkdir(parents=True)
+    kept = runs / "a-run"
+    (kept / "x").mkdir(parents=True)
+    hidden = runs / ".not-ours"
+    hidden.mkdir()
+    sweeps._clean_temporaries(tmp_path / "sw")
+    assert not left.exists()
+    assert kept.exists() and hidden.exists()

@@ -70,6 +70,11 @@ def positive_text(text: str, field: str, what: str = "worker processes") -> int:
     return positive(v, field, what)  # type: ignore[return-value]
 
 
+# The temporary folder of an output check (a sweep's next start removes one that a
+# kill left behind).
+WRITE_CHECK_PREFIX = ".aqmlab-write-check-"
+
+
 def writable_dir(dest: str | os.PathLike[str], field: str = "--out") -> Path:
     """An output folder that can be created (or written into): its nearest existing
     parent is a folder in which a temporary folder can be made and removed. Nothing
@@ -87,7 +92,7 @@ def writable_dir(dest: str | os.PathLike[str], field: str = "--out") -> Path:
     if not probe_in.is_dir():
         raise InputError(f"{field}: \"{d}\" cannot be created: \"{probe_in}\" is not a folder")
     try:
-        t = tempfile.mkdtemp(prefix=".aqmlab-write-check-", dir=probe_in)
+        t = tempfile.mkdtemp(prefix=WRITE_CHECK_PREFIX, dir=probe_in)
     except OSError as e:
         raise InputError(f"{field}: \"{d}\" cannot be written: {e.strerror or e} in \"{probe_in}\"") from None
     shutil.rmtree(t, ignore_errors=True)

@@ -429,12 +429,13 @@ def _read_sweep(out: Path) -> Optional[dict[str, Any]]:
 
 
 def _clean_temporaries(out: Path) -> None:
-    """Half-written files and folders of a sweep or of runs killed while writing
-    (temporary names only: never a finished run)."""
+    """Half-written files and folders of a sweep or of runs killed while writing, and
+    the empty folders of output checks killed before they removed them
+    (`inputs.writable_dir`; temporary names only: never a finished run)."""
     for d in (out, out / "runs", out / "failures", out / "figures"):
         if d.exists():
             for p in d.iterdir():
-                if p.name.startswith(".") and (".tmp-" in p.name or ".old-" in p.name):
+                if p.name.startswith(".") and (".tmp-" in p.name or ".old-" in p.name or p.name.startswith(inputs.WRITE_CHECK_PREFIX)):
                     if p.is_dir():
                         shutil.rmtree(p, ignore_errors=True)
                     else:
