@@ -11,6 +11,7 @@ pub mod cc;
 pub mod minmax;
 pub mod pacing;
 pub mod rate;
+pub mod rcvbuf;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
@@ -120,6 +121,12 @@ pub struct TcpConfig {
     /// How the receiver sizes its advertised window: "drs" (Dynamic Right-Sizing,
     /// never limits) or { kind = "palermo", ... } (Popovsky §2; docs/receivers.md).
     pub receiver: ReceiverSpec,
+    /// The receiver's buffer: "linux" (default: Linux 6.18's receive buffer with
+    /// autotuning, the window growing as data arrives and every segment that grows
+    /// it ACKed at once, window-update ACKs after a read; `tcp/rcvbuf.rs`) or
+    /// "unlimited" (no buffer: the window never limits and in-order data is ACKed
+    /// every `ack_every` segments, as aqmlab's receiver before, ns-2's and ns-3's).
+    pub receive_buffer: ReceiveBuffer,
     /// After an idle period longer than the RTO, halve cwnd per RTO of idle time,
     /// down to the initial window (RFC 2861 / RFC 7661; Linux `tcp_cwnd_restart`,
     /// `net.ipv4.tcp_slow_start_after_idle = 1`); and reduce a window the sender did
@@ -137,6 +144,17 @@ pub struct TcpConfig {
     /// Pacing rate after slow start, percent of cwnd per srtt (Linux
     /// `net.ipv4.tcp_pacing_ca_ratio`: 120).
     pub pacing_ca_ratio: u32,
+}
+
+/// The receiver's buffer model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReceiveBuffer {
+    /// Linux's receive buffer and window (`tcp/rcvbuf.rs`).
+    #[default]
+    Linux,
+    /// No buffer: the window never limits, no window-growth or window-update ACKs.
+    Unlimited,
 }
 
 /// Loss detection with SACK.
@@ -179,6 +197,7 @@ impl Default for TcpConfig {
             accecn: false,
             receive_window: None,
             receiver: ReceiverSpec::Drs,
+            receive_buffer: ReceiveBuffer::Linux,
             slow_start_after_idle: true,
             pacing: false,
             pacing_ss_ratio: 200,
