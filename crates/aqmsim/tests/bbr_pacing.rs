@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use aqmsim::aqm::{Duration, Time};
 use aqmsim::packet::{Kind, Packet};
 use aqmsim::tcp::pacing;
-use aqmsim::tcp::{CcSpec, TcpConfig, TcpReceiver, TcpSender};
+use aqmsim::tcp::{CcSpec, ReceiveBuffer, TcpConfig, TcpReceiver, TcpSender};
 use aqmsim::{builtin, RunOutput, Scenario};
 
 /// A lossless path of fixed one-way delay and no rate limit: what the sender sends
@@ -73,7 +73,9 @@ fn an_unpaced_sender_sends_its_window_in_bursts_and_a_paced_one_spreads_it() {
     // NewReno: slow start without HyStart, whose ACK-train test Linux changes for a
     // paced sender (tcp_cubic.c: the threshold is the whole min RTT, not half)
     let end = Time::from_millis(400);
-    let reno = TcpConfig { cc: CcSpec::default_for("newreno").unwrap(), ..TcpConfig::default() };
+    // a receiver that never limits: Linux's receive buffer grows once per RTT and
+    // trails a window that doubles on a path without a bottleneck by a few segments
+    let reno = TcpConfig { cc: CcSpec::default_for("newreno").unwrap(), receive_buffer: ReceiveBuffer::Unlimited, ..TcpConfig::default() };
     let unpaced = send_times(&reno, Duration::from_millis(20), end);
     let paced = send_times(&TcpConfig { pacing: true, ..reno }, Duration::from_millis(20), end);
     // unpaced: the initial window at once, then ACK-clocked bursts that double in

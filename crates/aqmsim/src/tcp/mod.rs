@@ -114,9 +114,9 @@ pub struct TcpConfig {
     /// `prague` turns it on (Linux `TCP_CONG_NEEDS_ACCECN`), `dctcp` and `prague`
     /// turn `ecn` on (`TCP_CONG_NEEDS_ECN`).
     pub accecn: bool,
-    /// A fixed advertised receive window; absent, the window never limits the sender
-    /// (as with Dynamic Right-Sizing, Fisk & Feng 2001). With a Palermo receiver,
-    /// the largest window it may advertise.
+    /// A fixed cap on the advertised receive window; absent, the receive buffer's
+    /// window (`receive_buffer`) alone, which never limits with "unlimited". With a
+    /// Palermo receiver, the largest window it may advertise.
     pub receive_window: Option<Bytes>,
     /// How the receiver sizes its advertised window: "drs" (Dynamic Right-Sizing,
     /// never limits) or { kind = "palermo", ... } (Popovsky §2; docs/receivers.md).
