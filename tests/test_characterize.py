@@ -69,7 +69,7 @@ def test_variants_name_their_parameters_and_bad_ones_fail_in_one_line(cli, tmp_p
     assert (v.kind, v.params, v.label) == ("pie", {"target": "5ms", "tupdate": "30ms"}, "pie:target=5ms,tupdate=30ms")
     assert parse("codel").fq_form() == {"kind": "fq_codel"}
     assert parse("droptail").fq_form() is None
-    for bad, word in (("pie:tagret=5ms", "tagret"), ("blue", "blue"), ("pie:target", "target")):
+    for bad, word in (("pie:tagret=5ms", "tagret"), ("nosuchaqm", "nosuchaqm"), ("pie:target", "target")):
         with pytest.raises(VariantError, match=word):
             parse(bad)
     code, out, err = cli("characterize", "pie:tagret=5ms", "--quick", "--out", str(tmp_path / "x"))
@@ -77,6 +77,31 @@ def test_variants_name_their_parameters_and_bad_ones_fail_in_one_line(cli, tmp_p
     assert not (tmp_path / "x").exists()
     code, out, err = cli("characterize", "pie:target=-5ms", "--quick", "--out", str(tmp_path / "y"))
     assert code == 2 and "target" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.fixture(scope="module")
+def ecn_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rfc7928-ecn")
+    return characterize(["dualpi2", "codel"], out=out, quick=True, sections=["4.5"], jobs=2, progress=False, report=False)
+
+
+def test_ect1_runs_where_the_aqm_has_an_l4s_queue_and_says_why_not_elsewhere(ecn_run):
+    sec = ecn_run.summary["sections"]["4.5"]
+    assert ecn_run.runs == 5 and ecn_run.failed == 0  # dualpi2: drop, ecn, ect1; codel: drop, ecn
+    assert sec["levels"] == ["drop", "ecn", "ect1"]
+    l4s = sec["aqms"]["dualpi2"]["ect1"]
+    share = l4s["l4s_share"]["mean"]
+    assert 0 < share < 1, share
+    # DualPI2's L queue (Prague, ECT(1)) holds its packets far shorter than the C queue
+    assert l4s["l4s_delay_p99_ms"]["mean"] < 0.5 * l4s["classic_delay_p99_ms"]["mean"], l4s
+    assert "ect1" not in sec["aqms"]["codel"]
+    assert any(n.startswith("signal ect1: not run") and "L4S" in n for n in sec["notes"]["codel"]), sec["notes"]
+    assert not any("ect1" in n for n in sec["notes"].get("dualpi2", []))
+    # DualPI2 has no ecn switch but marks ECT(0): the ecn case marks, the drop case drops
+    d = sec["aqms"]["dualpi2"]
+    assert d["ecn"]["marks"]["mean"] > 0 and d["drop"]["marks"]["mean"] == 0 and d["drop"]["drops"]["mean"] > 0
+    assert any("marks ECN-capable packets always" in n for n in sec["notes"]["dualpi2"])
+    assert sec["aqms"]["codel"]["mark_drop_ratio"] > 0
 
 
 def test_the_plan_counts_runs_per_section_without_running():

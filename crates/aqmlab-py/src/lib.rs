@@ -229,19 +229,23 @@ fn builtin_scenarios() -> Vec<(String, String)> {
     v
 }
 
-/// The AQMs with their parameters: JSON list of {kind, title, source, params: [{name, default, doc}]}.
+/// The AQMs with their parameters: JSON list of {kind, title, source, marks_ecn,
+/// params: [{name, default, doc}]}; `marks_ecn`: whether the AQM with its defaults
+/// CE-marks ECN-capable packets instead of dropping them.
 #[pyfunction]
 fn aqm_catalog() -> String {
     let kinds: Vec<serde_json::Value> = aqm::AqmSpec::KINDS
         .iter()
         .map(|k| {
-            let defaults = serde_json::to_value(aqm::AqmSpec::default_for(k.kind).unwrap()).unwrap();
+            let spec = aqm::AqmSpec::default_for(k.kind).unwrap();
+            let marks_ecn = spec.marks_ecn();
+            let defaults = serde_json::to_value(spec).unwrap();
             let params: Vec<serde_json::Value> = k
                 .params
                 .iter()
                 .map(|(name, doc)| serde_json::json!({"name": name, "default": defaults[*name], "doc": doc}))
                 .collect();
-            serde_json::json!({"kind": k.kind, "title": k.title, "source": k.source, "params": params})
+            serde_json::json!({"kind": k.kind, "title": k.title, "source": k.source, "marks_ecn": marks_ecn, "params": params})
         })
         .collect();
     serde_json::Value::Array(kinds).to_string()

@@ -210,7 +210,7 @@ SECTION_DOC: dict[str, dict[str, str]] = {
     "4.4": {"goodput_mss1460_mbps": "goodput of the 1460-byte-segment class", "goodput_mss536_mbps": "goodput of the 536-byte class",
             "small_large_ratio": "goodput of the small-packet class / the large one", "loss_mss1460": "loss rate of the large-packet class", "loss_mss536": "loss rate of the small-packet class"},
     "4.5": {"drops": "packets dropped at the bottleneck", "marks": "packets CE-marked", "mark_drop_ratio": "marks with ECN / drops without (per AQM; Khademi, Ros & Welzl's ratio)",
-            "l4s_share": "ECT(1): the scalable flow's goodput share", "l4s_delay_p99_ms": "ECT(1): its 99th percentile queueing delay", "classic_delay_p99_ms": "ECT(1): the classic flow's", "ect1": "why the ECT(1) case did not run, when it did not"},
+            "l4s_share": "ECT(1): the scalable flow's goodput share", "l4s_delay_p99_ms": "ECT(1): its 99th percentile queueing delay", "classic_delay_p99_ms": "ECT(1): the classic flow's"},
     "4.6": {"sparse_owd_p99_ms": "99th percentile one-way delay of the sparse CBR flow, ms", "bulk_jain": "Jain's index of the bulk flows' goodputs", "fq_form": "the FQ form run (or why none)"},
     "5.1": {"jain": "Jain's index of the flows' goodputs", "loss_sync": "global synchronization rate (with 5 flows)"},
     "5.2": {"aggressive_share": "the 4-connection application's share of the goodput", "friendly_goodput_mbps": "the single flow's goodput"},

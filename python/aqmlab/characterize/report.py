@@ -108,7 +108,7 @@ def section_table(sec: Section, entry: dict[str, Any], variants: Sequence[Varian
                          + ", ".join(f"{R.esc(k)} {_cell(v, 2)}" for k, v in el.items()) + "</p>")
             parts.append(R._table(["parameter", "default", "value", "meaning"], [[p["name"], str(p["default"]), str(p["value"]), p["doc"]] for p in m.get("parameters", [])]))
         return "".join(parts)
-    specific = [k for k in entry.get("metrics", {}) if k not in COMMON_COLS and not k.startswith("delay_p99") and k not in ("delay_mean_ms", "jitter_ms", "utilization", "parameter", "ect1", "fq_form", "mark_drop_ratio")]
+    specific = [k for k in entry.get("metrics", {}) if k not in COMMON_COLS and not k.startswith("delay_p99") and k not in ("delay_mean_ms", "jitter_ms", "utilization", "parameter", "fq_form", "mark_drop_ratio")]
     cols = specific + [c for c in COMMON_COLS if c in entry.get("metrics", {})]
     rows = []
     for lab, m in aqms.items():
@@ -116,7 +116,7 @@ def section_table(sec: Section, entry: dict[str, Any], variants: Sequence[Varian
             continue
         levels = m if entry.get("levels") else {"": m}
         for lv, mm in levels.items():
-            if not isinstance(mm, dict) or lv in ("parameter", "mark_drop_ratio", "ect1"):
+            if not isinstance(mm, dict) or lv in ("parameter", "mark_drop_ratio"):
                 continue
             if not any(isinstance(v, dict) and "mean" in v for v in mm.values()):
                 continue
@@ -129,7 +129,15 @@ def section_table(sec: Section, entry: dict[str, Any], variants: Sequence[Varian
     rows = [[r[j] for j in keep] for r in rows]
     extra = ""
     if sec.key == "4.5":
-        extra = R._table(["AQM", "marks with ECN / drops without", "ECT(1)"], [[lab, _cell(m.get("mark_drop_ratio"), 2), m.get("ect1", "ran")] for lab, m in aqms.items()])
+        notes = entry.get("notes") or {}
+
+        def ect1(lab: str, m: dict[str, Any]) -> str:
+            if isinstance(m.get("ect1"), dict):
+                return "ran (case ect1)"
+            why = [n for n in notes.get(lab, []) if n.startswith("signal ect1")]
+            return why[0].split(": ", 1)[1] if why else "–"
+
+        extra = R._table(["AQM", "marks with ECN / drops without", "ECT(1)"], [[lab, _cell(m.get("mark_drop_ratio"), 2), ect1(lab, m)] for lab, m in aqms.items()])
     if sec.key == "8.3":
         extra = R._table(["AQM", "parameter", "value at x1"], [[lab, (m.get("parameter") or {}).get("name", "–"), str((m.get("parameter") or {}).get("value", "–"))] for lab, m in aqms.items()])
     return R._table(head, rows) + extra

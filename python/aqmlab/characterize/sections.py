@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from .variants import Variant, l4s_cc
+from .variants import L4S_CC, L4S_KINDS, Variant
 
 RATE = "10Mbps"
 
@@ -50,7 +50,7 @@ class Length:
 @dataclass
 class Section:
     key: str  # the RFC's section number, the key in summary.json
-    title: str
+    title: str  # the RFC's title of that section
     asks: str  # what the RFC asks
     does: str  # what aqmlab runs and measures (and where it differs)
     cases: Optional[Callable[[Variant, Length], list[Case]]] = None
@@ -121,13 +121,12 @@ def s44(v: Variant, L: Length) -> list[Case]:
 def s45(v: Variant, L: Length) -> list[Case]:
     out = []
     for label, ecn in (("drop", False), ("ecn", True)):
-        aqm = dict(v.spec)
-        if ecn and v.has_ecn:
-            aqm["ecn"] = True
+        aqm = v.with_ecn() if ecn else v.spec
         out.append(Case({"signal": label}, dumbbell("§4.5", v, L, [bulk("bulk", 5, tcp=tcp(ecn=ecn))], aqm=aqm)))
-    cc = l4s_cc()
-    if cc and v.l4s:
-        flows = [bulk("classic", 1, tcp=tcp(ecn=True)), bulk("l4s", 1, tcp=tcp(cc, ecn=True))]
+    if v.l4s:
+        # one classic flow (CUBIC, ECT(0): the C queue) beside one scalable flow
+        # (Prague, ECT(1): the L queue)
+        flows = [bulk("classic", 1, tcp=tcp(ecn=True)), bulk("l4s", 1, tcp=tcp(L4S_CC, ecn=True))]
         out.append(Case({"signal": "ect1"}, dumbbell("§4.5", v, L, flows), optional=True))
     return out
 
@@ -135,9 +134,7 @@ def s45(v: Variant, L: Length) -> list[Case]:
 def ect1_note(v: Variant) -> Optional[str]:
     """Why §4.5's ECT(1) case does not run for `v`, or None when it does."""
     if not v.l4s:
-        return f"not available: {v.kind} has no L4S (ECT(1)) classifier"
-    if l4s_cc() is None:
-        return "not available: this build simulates no scalable (ECT(1)) congestion control (prague, dctcp)"
+        return f"signal ect1: not run: {v.kind} has no L4S queue (no ECT(1) classifier; L4S AQMs: {', '.join(L4S_KINDS)})"
     return None
 
 
@@ -287,58 +284,58 @@ def s10(v: Variant, L: Length) -> list[Case]:
 
 
 SECTIONS: list[Section] = [
-    Section("2", "End-to-end metrics", "Flow completion time (§2.1), flow start-up time (§2.2), packet loss (§2.3), loss synchronization (§2.4), goodput (§2.5), latency and jitter (§2.6).",
+    Section("2", "End-to-End Metrics", "Flow completion time (§2.1), flow start-up time (§2.2), packet loss (§2.3), loss synchronization (§2.4), goodput (§2.5), latency and jitter (§2.6).",
             "5 CUBIC bulk flows, 10 file downloaders (15-102 kB, handshake on, think time exp(2 s)) and a VoIP-like 87 kb/s CBR probe. Every other section reports the same figures for its own runs.",
             s2, figures=[("s2-queue-delay", "queue_delay_cdf", {}), ("s2-downloads", "download_times", {}), ("s2-goodput", "goodput", {})]),
-    Section("2.7", "The delay-goodput trade-off", "Plot goodput against queueing delay per interval, with each AQM's points and the ellipse that contains them (after Winstein's throughput-delay plots).",
+    Section("2.7", "Discussion on the Trade-Off between Latency and Goodput", "Plot goodput against queueing delay per interval, with each AQM's points and the ellipse that contains them (after Winstein's throughput-delay plots).",
             "§2's runs: a point per goodput interval (1 s) of each run, the 1-σ ellipse of a Gaussian fitted to each AQM's points, and its mean.",
             figures=[("s2.7-delay-goodput", "goodput_delay", {})], uses="2"),
-    Section("4.3", "Comparing AQM schemes", "Compare AQMs on the same scenarios, by the §2.7 trade-off and §2's metrics, with their default parameters.",
+    Section("4.3", "Comparing AQM Schemes", "Compare AQMs on the same scenarios, by the §2.7 trade-off and §2's metrics, with their default parameters.",
             "The comparison table of §2's runs: one row per AQM, the headline figures side by side.", uses="2"),
-    Section("4.4", "Packet sizes and congestion notification", "Test with packets of several sizes: does the AQM drop per packet or per byte, and how does that treat small-packet flows?",
+    Section("4.4", "Packet Sizes and Congestion Notification", "Test with packets of several sizes: does the AQM drop per packet or per byte, and how does that treat small-packet flows?",
             "3 CUBIC flows with 1460-byte segments beside 3 with 536-byte segments; the goodput and loss of each class.",
             s44, figures=[("s4.4-goodput", "goodput", {}), ("s4.4-classes", "class_metrics", {})]),
     Section("4.5", "Interaction with ECN", "Compare ECN marking with dropping for the same load; for AQMs that know L4S, ECT(1) senders.",
-            "5 CUBIC flows without ECN (the AQM drops) and with ECN (the AQM marks, where it has an `ecn` parameter; an AQM without one drops ECN-capable packets too). ECT(1): a scalable sender beside a classic one, where the AQM has an L4S queue and the build a scalable sender.",
+            "5 CUBIC flows without ECN (the AQM drops) and with ECN (the AQM marks: its `ecn` switch turned on where it has one; DualPI2 and CAKE mark always; an AQM that cannot mark, such as DropTail, drops ECN-capable packets too). ECT(1), where the AQM has an L4S queue (DualPI2): one TCP Prague flow (ECT(1), the L queue) beside one CUBIC flow with ECN (ECT(0), the C queue).",
             s45, figures=[("s4.5-queue-delay", "queue_delay_cdf", {"facet": "signal"}), ("s4.5-causes", "causes_time", {})]),
-    Section("4.6", "Interaction with scheduling", "Characterize the AQM alone and under a scheduler (fair queuing), e.g. its FQ form.",
+    Section("4.6", "Interaction with Scheduling", "Characterize the AQM alone and under a scheduler (fair queuing), e.g. its FQ form.",
             "4 CUBIC flows and a sparse 87 kb/s CBR flow, under the AQM alone and under its FQ form (CoDel -> FQ-CoDel, PIE -> FQ-PIE, COBALT -> CAKE).",
             s46, figures=[("s4.6-class-delay", "class_delay_cdf", {})]),
-    Section("5.1", "TCP-friendly senders", "One long-lived TCP flow, and several, through the AQM.",
-            "1 and 5 CUBIC flows (full run: NewReno too).", s51, figures=[("s5.1-queue-delay", "queue_delay_cdf", {"facet": "flows"})]),
-    Section("5.2", "Aggressive senders", "A sender more aggressive than TCP-friendly ones (a larger initial window, parallel connections).",
+    Section("5.1", "TCP-Friendly Sender", "Long-lived TCP flows with the same initial window through the AQM (§5.1.1); with different initial windows (§5.1.2).",
+            "1 and 5 CUBIC flows (full run: NewReno too), all with an initial window of 10 (§5.1.1). §5.1.2's short flow with another initial window beside a long one is not run.", s51, figures=[("s5.1-queue-delay", "queue_delay_cdf", {"facet": "flows"})]),
+    Section("5.2", "Aggressive Transport Sender", "A sender more aggressive than TCP-friendly ones (a larger initial window, parallel connections).",
             "One CUBIC flow against an application of 4 parallel CUBIC connections with an initial window of 32; `aggressive_share` is the latter's share of the goodput (1/2 is per-application fairness).",
             s52, figures=[("s5.2-goodput", "goodput", {})]),
-    Section("5.3", "Unresponsive senders", "An unresponsive (UDP) sender beside TCP: does the AQM keep latency low and TCP alive?",
+    Section("5.3", "Unresponsive Transport Sender", "An unresponsive (UDP) sender beside TCP: does the AQM keep latency low and TCP alive?",
             "5 CUBIC flows and a 5 Mb/s CBR flow of 1500-byte packets (half the capacity).", s53,
             figures=[("s5.3-class-delay", "class_delay_cdf", {}), ("s5.3-goodput", "goodput", {})]),
-    Section("5.4", "Less-than-best-effort senders", "A less-than-best-effort sender (LEDBAT) beside TCP: it should yield, and an AQM may change that.",
+    Section("5.4", "Less-than-Best-Effort Transport Sender", "A less-than-best-effort sender (LEDBAT) beside TCP: it should yield, and an AQM may change that.",
             "One LEDBAT flow (RFC 6817, target 100 ms, initial window 2) and one CUBIC flow behind a 500 ms (5 BDP) buffer, 60 s or more; `lbe_share` = LEDBAT's goodput / the total. DropTail lets CUBIC hold the queue above LEDBAT's target, so LEDBAT yields; an AQM keeps the queue below it, so LEDBAT competes as a loss-based flow (Gong, Rossi, Testa, Valenti & Täht).",
             s54, figures=[("s5.4-goodput", "goodput", {}), ("s5.4-cwnd", "cwnd_time", {})]),
-    Section("6", "RTT fairness", "Two flows, one with a 100 ms RTT and one whose RTT ranges over the RFC's span; the goodput ratio.",
+    Section("6", "Round-Trip Time Fairness", "Two flows, one with a 100 ms RTT and one whose RTT ranges over the RFC's span; the goodput ratio.",
             "Two CUBIC flows, RTT 100 ms and RTT2 (quick: 20 and 300 ms; full: 5-560 ms); `goodput_ratio` = the RTT2 flow's goodput / the 100 ms flow's.",
             s6, figures=[("s6-goodput", "goodput", {"facet": "rtt2"})]),
-    Section("7", "Burst absorption", "Bursty traffic: web-like transfers, IW10 bursts, a video-like on/off source; does the AQM absorb bursts without needless drops?",
+    Section("7", "Burst Absorption", "Bursty traffic: web-like transfers, IW10 bursts, a video-like on/off source; does the AQM absorb bursts without needless drops?",
             "2 CUBIC bulk flows, 10 clients fetching 14.6 kB (one IW10 burst each) with think times exp(0.5 s), and a video-like client fetching 625 kB chunks every 2 s on one connection.",
             s7, figures=[("s7-downloads", "download_times", {}), ("s7-queue-time", "queue_delay_time", {})]),
-    Section("8", "Stability", "Mild, medium and heavy congestion; a congestion level and a capacity that vary over time.",
+    Section("8", "Stability", "Mild, medium and heavy congestion; a congestion level and a capacity that vary over time (§8.2.2-8.2.6).",
             "4, 16 and 64 CUBIC flows (Khademi, Ros & Welzl's light, moderate, heavy; quick: 4 and 64); 4 flows with 16 more in the middle third; 16 flows with the capacity 10 -> 5 -> 10 Mb/s at thirds. `delay_cv` = the coefficient of variation of the queueing delay per second.",
             s8, figures=[("s8-queue-time", "queue_delay_time", {"facet": "congestion"}), ("s8-capacity", "capacity_time", {"where": {"congestion": "varying capacity"}})]),
-    Section("8.3", "Parameter sensitivity", "How the results move as the AQM's parameters change, and whether it stays stable.",
+    Section("8.3", "Parameter Sensitivity and Stability Analysis", "How the results move as the AQM's parameters change, and whether it stays stable.",
             "16 CUBIC flows with the AQM's main parameter (target, else max_p; DropTail: the buffer) at 0.5x, 1x and 2x (full: 0.25x-4x) its value.",
             s83, figures=[("s8.3-delay-goodput", "goodput_delay", {})]),
-    Section("9.1", "Traffic mix", "A realistic mix: bulk, web, streaming, interactive.",
+    Section("9.1", "Traffic Mix", "A realistic mix: bulk, web, streaming, interactive.",
             "4 VoIP-like CBR flows (87 kb/s, 218 B), 10 file downloaders, a video-like client and 5 bulk CUBIC flows (Kuhn & Ros §IV's mix plus video).",
             s91, figures=[("s9.1-class-delay", "class_delay_cdf", {}), ("s9.1-downloads", "download_times", {})]),
-    Section("9.2", "Bidirectional traffic", "Traffic in both directions: data shares each queue with the other direction's ACKs.",
+    Section("9.2", "Bidirectional Traffic", "Traffic in both directions: data shares each queue with the other direction's ACKs.",
             "One 10 Mb/s link with the AQM on both sides, 5 CUBIC flows each way (a topology of [[links]] with routes).",
             s92, figures=[("s9.2-goodput", "goodput", {})]),
-    Section("10", "A multi-AQM scenario", "Two AQMs in series on one path.",
+    Section("10", "Example of a Multi-AQM Scenario", "Two AQMs in series on one path.",
             "scenarios/aqm-series.toml with the AQM on both 10 Mb/s links: 5 flows cross both, 5 share only the first, 5 only the second.",
             s10, figures=[("s10-goodput", "goodput", {})]),
-    Section("11", "Implementation cost", "The AQM's cost: operations per packet and per update, memory, or measured time.",
+    Section("11", "Implementation Cost", "The AQM's cost: operations per packet and per update, memory, or measured time.",
             "Measured, not simulated: the CPU time of one fixed run (16 CUBIC flows, 10 Mb/s, 60 s, summaries only; the least of 5 rounds over the AQMs in turn) per bottleneck packet, and its difference to DropTail's, on this machine. Not part of the sweep; machine-dependent."),
-    Section("12", "Operator control and auto-tuning", "Which parameters an operator sets, their defaults, and how the results move when the main ones change.",
+    Section("12", "Operator Control and Auto-Tuning", "Which parameters an operator sets, their defaults, and how the results move when the main ones change.",
             "The AQM's parameters and defaults from the catalogue (`aqmlab list aqms KIND`), and the slope of §8.3's figures against its main parameter.", uses="8.3"),
 ]
 

@@ -131,8 +131,10 @@ def _derived(S: dict[str, Any], variants: Sequence[Variant], by_section: dict[st
             m["mark_drop_ratio"] = marks / drops if marks is not None and drops else None
             why = ect1_note(v)
             if why:
-                m["ect1"] = why
-            if not v.has_ecn:
+                S["4.5"]["notes"].setdefault(v.label, []).append(why)
+            if v.marks_ecn_always:
+                S["4.5"]["notes"].setdefault(v.label, []).append(f"{v.kind} has no ecn switch and marks ECN-capable packets always: its drop and ecn cases differ only in the senders' ECN")
+            elif not v.has_ecn:
                 S["4.5"]["notes"].setdefault(v.label, []).append(f"{v.kind} has no ecn parameter: it drops ECN-capable packets as any other")
     if "4.6" in S:
         for v in variants:

@@ -5,6 +5,7 @@ classifier (§4.5), a main parameter (§8.3, §12)."""
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -19,8 +20,8 @@ FQ_FORM = {"codel": "fq_codel", "pie": "fq_pie", "cobalt": "cake"}
 FQ_KINDS = ("fq_codel", "fq_pie", "cake")
 # AQMs that classify ECT(1) packets into a low-latency (L4S) queue (RFC 9331/9332).
 L4S_KINDS = ("dualpi2",)
-# Scalable congestion controls that send ECT(1), by preference, when the build has them.
-L4S_CCS = ("prague", "dctcp")
+# The scalable (ECT(1)) sender of §4.5's L4S case: TCP Prague (RFC 9331 §4.3).
+L4S_CC = "prague"
 # The parameter operators turn first (RFC 7928 §8.3 and §12): the first one an AQM has.
 MAIN_PARAMS = ("target", "target_delay", "tau_dd", "max_p")
 
@@ -32,17 +33,6 @@ class VariantError(ValueError):
 @lru_cache(maxsize=1)
 def aqm_catalog() -> dict[str, dict[str, Any]]:
     return {a["kind"]: a for a in json.loads(_core.aqm_catalog())}
-
-
-@lru_cache(maxsize=1)
-def cc_catalog() -> dict[str, dict[str, Any]]:
-    return {c["kind"]: c for c in json.loads(_core.cc_catalog())}
-
-
-def l4s_cc() -> Optional[str]:
-    """The scalable (ECT(1)) sender this build simulates, if any."""
-    cat = cc_catalog()
-    return next((k for k in L4S_CCS if k in cat and cat[k].get("simulated", True)), None)
 
 
 @dataclass(frozen=True)
@@ -63,8 +53,33 @@ class Variant:
         return next(p["default"] for p in aqm_catalog()[self.kind]["params"] if p["name"] == name)
 
     @property
+    def ecn_switch(self) -> Optional[str]:
+        """The parameter that turns ECN marking on: `ecn`, or a nested table's
+        (MADPIE's `pie.ecn`, RED+Tail's `ared.ecn`); None without one."""
+        params = aqm_catalog()[self.kind]["params"]
+        if any(p["name"] == "ecn" for p in params):
+            return "ecn"
+        return next((f"{p['name']}.ecn" for p in params if isinstance(p["default"], dict) and "ecn" in p["default"]), None)
+
+    @property
     def has_ecn(self) -> bool:
-        return "ecn" in self.param_names()
+        return self.ecn_switch is not None
+
+    def with_ecn(self) -> dict[str, Any]:
+        """The scenario's `aqm` table with ECN marking on (the spec unchanged without a switch)."""
+        spec = copy.deepcopy(self.spec)
+        path = self.ecn_switch
+        if path == "ecn":
+            spec["ecn"] = True
+        elif path:
+            table = path.split(".")[0]
+            spec[table] = {**(spec.get(table) or {}), "ecn": True}
+        return spec
+
+    @property
+    def marks_ecn_always(self) -> bool:
+        """No `ecn` switch, and CE-marks ECN-capable packets anyway (DualPI2, CAKE)."""
+        return not self.has_ecn and bool(aqm_catalog()[self.kind].get("marks_ecn"))
 
     @property
     def l4s(self) -> bool:
