@@ -86,11 +86,16 @@ EXPERIMENT = Reproduction(
         Claim("§III, Fig. 4", "MADPIE, RTT 500 ms: deterministic drops' share r_DD", "≈ 70 %", Stat("bottleneck.drop_shares.deterministic", at("MADPIE", 500), 100), approx(70, 10), "%"),
         Claim("§III, Fig. 4", "MADPIE, RTT 500 ms: queueing delay at deterministic drops, 5th percentile", "≈ 30 ms", Pooled("drop_delay:deterministic", 5, at("MADPIE", 500)), approx(30, 5), "ms"),
         Claim("§III, Fig. 4", "MADPIE, RTT 500 ms: queueing delay at deterministic drops, median", "≈ 34 ms", Pooled("drop_delay:deterministic", 50, at("MADPIE", 500)), approx(34, 5), "ms"),
-        Claim("§III, Fig. 4", "MADPIE, RTT 500 ms: queueing delay at deterministic drops, 95th percentile", "≈ 48 ms", Pooled("drop_delay:deterministic", 95, at("MADPIE", 500)), approx(48, 8), "ms"),
+        Claim(
+            "§III, Fig. 4", "MADPIE, RTT 500 ms: queueing delay at deterministic drops, 95th percentile", "≈ 48 ms",
+            Pooled("drop_delay:deterministic", 95, at("MADPIE", 500)), approx(48, 8), "ms",
+            note="61 ms (close) with a receiver that ACKs every second segment; 65 ms with Linux's receive buffer (tcp.receive_buffer), whose window-growth ACKs make slow start's bursts smaller",
+        ),
     ],
     notes=[
         "Queueing delay: per-packet sojourn in the bottleneck queue; at a drop, the backlog over the link rate (as Fig. 4).",
         "Percentiles marked 'pooled' pool every packet of all seeds of a series; the others are the mean ± sd over seeds of each run's figure.",
         "The paper's numbers are read from its text; its figures show single curves, without the number of runs.",
+        "The receivers are Linux's receive buffer (tcp.receive_buffer = \"linux\", the default): while the window grows every segment is ACKed, as the kernel does. Against the receiver before (an ACK every second segment) the p95 at deterministic drops moved from 61 to 65 ms (close to differs) and PIE − MADPIE of the maximum at RTT 500 ms from 82 to 32 ms (close either way).",
     ],
 )
