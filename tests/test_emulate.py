@@ -466,8 +466,10 @@ def test_cbr_flows_send_at_their_rate_and_write_their_datagrams(tmp_path):
     # full; its one-way delay is at least the 10 ms of propagation and at most that
     # plus a full buffer. The bound is checked on the 95th percentile: the bottleneck
     # runs in real time, and a machine busy with something else once delayed a single
-    # datagram by 10 ms more (84.6 ms against 75)
-    assert set(range(15)) <= set(voip["seq"]) and set(range(116, voip_sent)) <= set(voip["seq"])
+    # datagram by 10 ms more (84.6 ms against 75). The last datagrams (139 leaves at
+    # 2.986 s, 14 ms before the end) are still in flight when the run ends if the busy
+    # machine delays them by a few ms: those sent in the last 100 ms are not required
+    assert set(range(15)) <= set(voip["seq"]) and set(range(116, voip_sent - 5)) <= set(voip["seq"])
     assert 0.5 * voip_sent < len(voip) < voip_sent
     assert (voip["size_bytes"] == 218).all()
     assert voip["one_way_delay_ms"].min() >= 10.0

@@ -1,0 +1,274 @@
+//! The send path (Linux `tcp_output.c`): data packets with their ECN codepoint,
+//! new data within cwnd, the receiver's window and pacing (`tcp_write_xmit`),
+//! retransmission of the lost segments (`tcp_xmit_retransmit_queue`), and the
+//! pacing rate and burst size (`tcp/pacing.rs`).
+
+use aqm::Time;
+
+use crate::packet::{Kind, Packet};
+use crate::tcp::Recovery;
+use crate::tcp::cc::CongestionControl;
+use crate::tcp::pacing;
+use super::{Pending, Rexmit, Seg, State, TcpSender, EVER_RETRANS, LOST, RETRANS, SACKED};
+
+impl TcpSender {
+    pub(super) fn payload(&self, seq: u64) -> u32 {
+        for &(end, last) in &self.msgs {
+            if seq < end {
+                return if seq + 1 == end { last } else { self.cfg.mss.0 as u32 };
+            }
+        }
+        self.cfg.mss.0 as u32
+    }
+
+    pub(super) fn data_packet(&mut self, seq: u64, now: Time, retx: bool) -> Packet {
+        let payload = self.payload(seq);
+        let mut p = Packet::new(0, self.flow, Kind::Data, payload + self.cfg.header.0 as u32, now);
+        p.seq = seq;
+        p.payload = payload;
+        p.set_flag(Packet::RETX, retx);
+        p.ts_echo = self.ts_recent;
+        // RFC 3168 §6.1.5: retransmissions are sent Not-ECT and without CWR, except
+        // under AccECN (every segment ECN-capable, Linux `tcp_ecn_send`) or with a
+        // controller that needs ECN (DCTCP, Prague: `tcp_ca_needs_ecn`).
+        if self.ecn_ok && (!retx || self.accecn || self.cfg.cc.needs_ecn()) {
+            p.ecn = self.ect;
+        }
+        // CWR on the next new segment after a reduction (RFC 3168 feedback only)
+        if self.ecn_ok && !retx && !self.accecn && self.send_cwr {
+            p.set_flag(Packet::CWR, true);
+            self.send_cwr = false;
+        }
+        p
+    }
+
+    /// Linux `tcp_event_data_sent`: the first transmission with nothing in flight
+    /// tells the congestion control (`CA_EVENT_TX_START`), after the idle time.
+    pub(super) fn event_data_sent(&mut self, now: Time) {
+        if self.pipe() == 0 {
+            let c = self.conn(now);
+            self.cc.on_tx_start(&mut self.w, &c);
+        }
+        self.last_send = now;
+    }
+
+    /// What to do after an ACK or a timer: retransmissions first (`tcp_xmit_recovery`,
+    /// `tcp_xmit_retransmit_queue`), then new data (`tcp_data_snd_check`).
+    pub(super) fn push(&mut self, now: Time, out: &mut Vec<Packet>, rexmit: Rexmit) {
+        if self.state != State::Established {
+            return;
+        }
+        match rexmit {
+            Rexmit::None => {}
+            Rexmit::Lost => self.xmit_retransmit_queue(now, out),
+            Rexmit::New => {
+                // F-RTO step 2b: new data; if none could go, conventional recovery
+                self.write_xmit(now, out, false);
+                if self.snd_nxt <= self.high_seq {
+                    self.frto = false;
+                    self.xmit_retransmit_queue(now, out);
+                }
+            }
+        }
+        self.write_xmit(now, out, false);
+    }
+
+    /// Linux `tcp_write_xmit`: new data while cwnd, the receiver's window, the
+    /// application and pacing allow; a paced sender sends bursts of
+    /// `burst_segments` at their departure times (`tcp_pacing_check`). `probe`: a
+    /// tail loss probe, one segment whatever cwnd.
+    pub(super) fn write_xmit(&mut self, now: Time, out: &mut Vec<Packet>, probe: bool) -> u64 {
+        let cwnd = self.cwnd_segments();
+        let mut sent = 0;
+        let mut is_cwnd_limited = false;
+        loop {
+            if !probe {
+                if let Some(t) = self.pacer.wait(now) {
+                    // held back by pacing, not by cwnd or the application
+                    self.pace_at = Some(t);
+                    break;
+                }
+            }
+            let window_end = self.snd_una.saturating_add(self.rwnd_segments);
+            let room_app = self.app_segments.min(window_end).saturating_sub(self.snd_nxt);
+            if room_app == 0 {
+                break;
+            }
+            let pipe = self.pipe();
+            let room = if probe {
+                1
+            } else if pipe >= cwnd {
+                is_cwnd_limited = true;
+                break;
+            } else {
+                cwnd - pipe
+            };
+            let burst = if self.pacer.on { self.burst_segments() } else { u64::MAX };
+            let n = room.min(room_app).min(burst);
+            let mut bytes = 0;
+            for _ in 0..n {
+                let seq = self.snd_nxt;
+                bytes += self.payload(seq) as u64;
+                self.send_new(seq, now, out);
+            }
+            if self.pacer.on {
+                self.pacer.on_burst_sent(now, n, bytes);
+            }
+            sent += n;
+            if probe {
+                break;
+            }
+        }
+        is_cwnd_limited |= self.pipe() >= cwnd;
+        if sent > 0 || is_cwnd_limited {
+            self.cwnd_validate(now, is_cwnd_limited);
+        }
+        if sent > 0 && !probe {
+            // one loss probe per tail loss episode
+            self.schedule_loss_probe(now, false);
+        }
+        sent
+    }
+
+    fn send_new(&mut self, seq: u64, now: Time, out: &mut Vec<Packet>) {
+        let prior_out = self.outstanding();
+        if self.rate_cc {
+            let tx = self.rate.on_sent(now, prior_out);
+            self.rate_tx.push_back(tx);
+        }
+        self.event_data_sent(now);
+        self.board.push_back(Seg { sent_at: now, retx_high: 0, flags: 0, delivered: self.delivered });
+        self.tsorted.push_back((now, seq));
+        self.snd_nxt += 1;
+        self.stats.segments_sent += 1;
+        if self.in_cwnd_reduction() {
+            self.prr_out += 1;
+        }
+        // Linux tcp_event_new_data_sent: the RTO starts with the first segment out
+        if prior_out == 0 || self.pending == Pending::Probe {
+            self.rearm_rto(now);
+        }
+        let p = self.data_packet(seq, now, false);
+        out.push(p);
+    }
+
+    /// Linux `__tcp_retransmit_skb` and `tcp_retransmit_skb`.
+    pub(super) fn retransmit(&mut self, seq: u64, now: Time, out: &mut Vec<Packet>) {
+        let high = self.snd_nxt;
+        let delivered = self.delivered;
+        if self.rate_cc {
+            let tx = self.rate.on_sent(now, self.outstanding());
+            self.rate_tx[(seq - self.snd_una) as usize] = tx;
+        }
+        self.event_data_sent(now);
+        let s = self.seg_mut(seq);
+        let was = s.flags;
+        s.flags |= RETRANS | EVER_RETRANS;
+        s.sent_at = now;
+        s.retx_high = high;
+        s.delivered = delivered;
+        if was & LOST != 0 && was & RETRANS == 0 {
+            self.lost_pending -= 1;
+        }
+        if was & RETRANS == 0 {
+            self.retrans_out += 1;
+        }
+        self.retx_hint = self.retx_hint.max(seq + 1);
+        self.tsorted.push_back((now, seq));
+        if self.cfg.recovery == Recovery::Rfc6675 {
+            self.retx_queue.push_back((seq, high));
+        }
+        self.retrans_stamp.get_or_insert(now);
+        self.undo_retrans = self.undo_retrans.max(0) + 1;
+        self.stats.segments_sent += 1;
+        self.stats.retransmits += 1;
+        if self.in_cwnd_reduction() {
+            self.prr_out += 1;
+        }
+        let p = self.data_packet(seq, now, true);
+        out.push(p);
+    }
+
+    fn next_lost(&mut self) -> Option<u64> {
+        let mut seq = self.retx_hint.max(self.snd_una);
+        while seq < self.snd_nxt {
+            let f = self.seg(seq).flags;
+            if f & LOST != 0 && f & (RETRANS | SACKED) == 0 {
+                self.retx_hint = seq;
+                return Some(seq);
+            }
+            seq += 1;
+        }
+        None
+    }
+
+    /// Linux `tcp_xmit_retransmit_queue`: retransmit the lost segments, oldest first,
+    /// while cwnd and pacing allow (in bursts, as new data); retransmitting the
+    /// oldest restarts the RTO.
+    pub(super) fn xmit_retransmit_queue(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.outstanding() == 0 {
+            return;
+        }
+        let cwnd = self.cwnd_segments();
+        let mut rearm = false;
+        // the paced burst under way: segments it may still take, segments and bytes
+        let mut burst: Option<(u64, u64, u64)> = None;
+        while self.lost_pending > 0 {
+            if self.pipe() >= cwnd {
+                break;
+            }
+            if self.pacer.on {
+                if let Some((0, segs, bytes)) = burst {
+                    self.pacer.on_burst_sent(now, segs, bytes);
+                    burst = None;
+                }
+                if burst.is_none() {
+                    if let Some(t) = self.pacer.wait(now) {
+                        self.pace_at = Some(t);
+                        break;
+                    }
+                    burst = Some((self.burst_segments(), 0, 0));
+                }
+            }
+            let Some(seq) = self.next_lost() else {
+                debug_assert!(false, "lost_pending out of sync");
+                self.lost_pending = 0;
+                break;
+            };
+            if seq == self.snd_una && self.pending != Pending::Reorder {
+                rearm = true;
+            }
+            self.retransmit(seq, now, out);
+            if let Some((room, segs, bytes)) = burst.as_mut() {
+                *room -= 1;
+                *segs += 1;
+                *bytes += self.payload(seq) as u64;
+            }
+        }
+        if let Some((_, segs, bytes)) = burst.filter(|b| b.1 > 0) {
+            self.pacer.on_burst_sent(now, segs, bytes);
+        }
+        if rearm {
+            let rto = self.rtt.rto();
+            self.set_timer(Pending::Rto, now, rto);
+        }
+    }
+
+    /// The controller's pacing rate, or Linux's `tcp_update_pacing_rate`.
+    pub(super) fn update_pacing_rate(&mut self) {
+        self.pacer.rate = match self.cc.pacing_rate() {
+            Some(r) => r,
+            None => pacing::default_rate(self.cfg.mss.0 as u32, self.cwnd_segments(), self.w.ssthresh as u64, self.outstanding(), self.rtt.srtt(), self.cfg.pacing_ss_ratio, self.cfg.pacing_ca_ratio),
+        };
+    }
+
+    /// The fewest segments of a paced burst (`min_tso_segs`).
+    fn burst_segments(&self) -> u64 {
+        // Linux `tcp_tso_segs`: the controller's own burst size, or tcp_tso_autosize
+        if let Some(segs) = self.cc.tso_segs() {
+            return segs;
+        }
+        let min_tso = self.cc.min_tso_segs().unwrap_or(pacing::MIN_TSO_SEGS);
+        pacing::burst_segments(self.pacer.rate, self.cfg.mss.0 as u32, self.min_rtt, min_tso)
+    }
+}
