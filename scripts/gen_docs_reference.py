@@ -48,7 +48,9 @@ def schema_page() -> str:
         "",
     ]
     for k in aqms:
-        out += [f"### `{k['kind']}`: {k['title']}", "", f"Source: {k['source']}.", ""]
+        page = ROOT / "docs" / "aqm" / f"{k['kind']}.md"
+        more = f" How it works, how it was tested: [{k['kind']}](../aqm/{k['kind']}.md)." if page.exists() else ""
+        out += [f"### `{k['kind']}`: {k['title']}", "", f"Source: {k['source']}.{more}", ""]
         if k["params"]:
             out += ["| parameter | default | meaning and source |", "|---|---|---|"]
             for p in k["params"]:

@@ -56,7 +56,7 @@ def test_default_output_folder_is_named_after_scenario_and_seed(cli, tmp_path):
         ("colour=red", "colour", "colour"),
         ("bottleneck.rate=10", "bottleneck.rate", "10"),
         ("bottleneck.delay=-5ms", "bottleneck.delay", "-5ms"),
-        ("bottleneck.aqm.kind=blue", "bottleneck.aqm.kind", "blue"),
+        ("bottleneck.aqm.kind=nosuch", "bottleneck.aqm.kind", "nosuch"),
         ("bottleneck.buffer=0pkts", "bottleneck.buffer", "0pkts"),
         ("bottleneck.aqm.target=20", "bottleneck.aqm.target", "20"),
         ("flows.0.tcp.cc=vegas", "flows[0].tcp.cc", "vegas"),

@@ -134,7 +134,7 @@ def test_scenario_errors_name_the_new_fields():
         "bottleneck.trace={ ms = [3, 1] }": "bottleneck.trace.ms",
         "flows.4.path.flow_delay={ exponential = \"5ms\" }": "flows[4].path.flow_delay",
         "record.flow_trace=[99]": "record.flow_trace[0]",
-        "bottleneck.reverse_aqm.kind=blue": "bottleneck.reverse_aqm.kind",
+        "bottleneck.reverse_aqm.kind=nosuch": "bottleneck.reverse_aqm.kind",
     }
     for setting, path in cases.items():
         if path is None:
@@ -197,3 +197,28 @@ def test_palermo_receivers_in_the_summary():
     ts = r.timeseries.to_pandas()
     flow0 = ts[(ts.scope == "flow") & (ts.flow == 0)]
     assert flow0.rwnd_bytes.notna().any()
+
+
+def test_an_onoff_class_gets_the_udp_figures_and_stays_out_of_the_tcp_goodput(tmp_path):
+    # 4 on/off sources (2 Mb/s while on, on 200 ms / off 800 ms on average: 0.4 Mb/s
+    # each in the long run) beside 2 bulk TCP flows. The class is found as UDP by the
+    # registry's "datagrams" family: one-way delays, datagram counts, its mean rate,
+    # no srtt; the report's UDP table; and tcp_goodput counts the bulk flows only.
+    oo = {"name": "oo", "kind": "onoff", "count": 4, "rate": "2Mbps", "packet_size": "1000B",
+          "on": {"exponential": "200ms"}, "off": {"exponential": "800ms"}}
+    r = aqmlab.run(small(duration="60s", flows=[oo, {"name": "bulk", "kind": "bulk", "count": 2}]))
+    r.write(tmp_path / "run")
+    run = aqmlab.load(tmp_path / "run")
+    c = run.summary["classes"]["oo"]
+    assert c["kind"] == "onoff" and c["rate_kbps"] == 400.0
+    assert "srtt_ms" not in c
+    assert c["one_way_delay_ms"]["p5"] >= 22.0  # 2 x (1 + 20 + 1) ms of propagation
+    dg = c["datagrams"]
+    assert dg["sent"] > 10_000 and 0 <= dg["sent"] - dg["received"] - dg["dropped"] < 20
+    # 60 cycles per source: the mean of 4 sources' rates has a standard deviation of
+    # about 30 kb/s around 400 kb/s
+    assert 0.25 < c["goodput_mbps_per_flow"]["mean"] < 0.55
+    assert "UDP sources" in (tmp_path / "run" / "report.html").read_text()
+    bulk = run.summary["classes"]["bulk"]["goodput_mbps"]
+    assert measures.tcp_goodput(run) == pytest.approx(bulk, rel=0.05)
+    assert bulk < 9.0  # the on/off traffic took its share

@@ -79,12 +79,12 @@ def run_tables(s: dict[str, Any]) -> str:
         rows.append([name, c["kind"], c["flows"], c.get("cc") or "–", c["goodput_mbps"], c["goodput_mbps_per_flow"]["mean"], c["jain_index"], c["loss_rate"],
                      c["retransmits"], c["timeouts"], f"{cell(qd.get('p50'), digits=1)} / {cell(qd.get('p95'), digits=1)}"])
     parts.append(_table(["class", "kind", "flows", "cc", "goodput (Mbps)", "per flow (Mbps)", "Jain", "loss rate", "retransmits", "timeouts", "queue p50 / p95 (ms)"], rows, 3))
-    cbr = {n: c for n, c in s["classes"].items() if c["kind"] == "cbr"}
+    cbr = {n: c for n, c in s["classes"].items() if c["kind"] in measures.kinds_of("datagrams")}
     if cbr:
         ks = ["p5", "p25", "p50", "p75", "p95", "p99", "max", "mean"]
         rows = [[n, c.get("rate_kbps"), None if c["goodput_mbps_per_flow"]["mean"] is None else c["goodput_mbps_per_flow"]["mean"] * 1e3, c["loss_rate"]]
                 + [c["one_way_delay_ms"].get(k) for k in ks] for n, c in cbr.items()]
-        parts.append("<h3>CBR: one-way delay (ms) and goodput</h3>" + _table(["class", "rate (kbps)", "goodput per flow (kbps)", "loss rate"] + ks, rows))
+        parts.append("<h3>UDP sources: one-way delay (ms) and goodput</h3>" + _table(["class", "mean rate (kbps)", "goodput per flow (kbps)", "loss rate"] + ks, rows))
     dl = {n: c for n, c in s["classes"].items() if "download_time_s" in c}
     if dl:
         ks = ["p5", "p25", "p50", "p75", "p95", "mean"]

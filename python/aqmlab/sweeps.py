@@ -59,7 +59,7 @@ def execute(task: Mapping[str, Any]) -> dict[str, Any]:
     from .results import RunResult
 
     t0 = time.perf_counter()
-    if os.environ.get("AQMLAB_TEST_DIE_ON_RUN") == task["run"] and _in_worker:
+    if os.environ.get("AQMLAB_TEST_DIE_ON_RUN") == task["run"] and (_in_worker or _in_dask_worker_process()):
         os._exit(9)  # for the tests: a worker process that dies while it runs this run
     try:
         raw = _core.run(task["scenario"], "json", [], None, None)
@@ -79,6 +79,18 @@ def execute(task: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _in_worker = False
+
+
+def _in_dask_worker_process() -> bool:
+    """Whether this runs in a Dask worker of its own process (not in the client's)."""
+    if "distributed" not in sys.modules:
+        return False
+    try:
+        from distributed import get_worker
+
+        return get_worker().nanny is not None  # a worker process started by a nanny
+    except (ImportError, ValueError, AttributeError):
+        return False
 
 
 def _worker_init(parent: int) -> None:

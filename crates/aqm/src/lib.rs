@@ -13,6 +13,7 @@
 //! counters by cause kept apart.
 
 pub mod ared;
+pub mod blue;
 pub mod cake;
 pub mod cobalt;
 pub mod codel;

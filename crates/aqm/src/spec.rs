@@ -136,6 +136,7 @@ registry! {
     "fq_pie" => FqPie(crate::fq_pie::FqPieParams),
     "cobalt" => Cobalt(crate::cobalt::CobaltParams),
     "cake" => Cake(crate::cake::CakeParams),
+    "blue" => Blue(crate::blue::BlueParams),
 }
 
 impl Default for AqmSpec {
@@ -356,8 +357,8 @@ mod tests {
     #[test]
     fn unknown_kind_is_named() {
         let v = serde_json::json!({});
-        let e = AqmSpec::from_kind("blue", v).unwrap_err().to_string();
-        assert!(e.contains("\"blue\"") && e.contains("pie"), "{e}");
+        let e = AqmSpec::from_kind("nosuch", v).unwrap_err().to_string();
+        assert!(e.contains("\"nosuch\"") && e.contains("pie"), "{e}");
     }
 
     #[test]

@@ -121,6 +121,10 @@ fn aggressive_specs() -> Vec<AqmSpec> {
         ared: AredParams { ecn: true, ignore_ce_in_measure: true, sliding: Some(hot_sliding), ..hot_ared },
         ..RedTailParams::default()
     }));
+    // BLUE: large steps, a short freeze, a long queue counting as loss
+    let hot_blue = aqm::blue::BlueParams { d1: 0.25, d2: 0.0625, freeze_time: Duration::from_millis(1), threshold: Some(QueueLimit::Packets(2)), ecn: true };
+    v.push(AqmSpec::Blue(hot_blue.clone()));
+    v.push(AqmSpec::Blue(aqm::blue::BlueParams { ecn: false, threshold: Some(QueueLimit::Bytes(3000)), ..hot_blue }));
     for s in &v {
         s.validate().unwrap_or_else(|e| panic!("{s:?}: {e}"));
     }

@@ -100,6 +100,15 @@ pub fn plan(sc: &Scenario) -> Result<Plan, ScenarioError> {
                     }
                     App::Downloads { sizes, thinks_ns: thinks, persistent: d.connection == Connection::Persistent }
                 }
+                // a kind added to the simulator's registry runs in the simulator until
+                // the emulator has a traffic program for it
+                #[allow(unreachable_patterns)]
+                other => {
+                    return Err(ScenarioError {
+                        path: format!("flows[{gi}].kind"),
+                        message: format!("`aqmlab emulate` has no traffic program for \"{}\": it runs in the simulator only", other.kind()),
+                    })
+                }
             };
             let (cc, ecn) = match (&g.traffic, g.traffic.tcp()) {
                 (TrafficSpec::Cbr(c), _) => (None, c.ecn),
@@ -207,6 +216,18 @@ mod tests {
         let f = &j["flows"][0];
         assert_eq!((f["app"].as_str(), f["rate_bps"].as_u64(), f["packet_size"].as_u64(), f["ecn"].as_bool()), (Some("cbr"), Some(87_000), Some(218), Some(true)));
         assert!(f["cc"].is_null());
+    }
+
+    #[test]
+    fn a_kind_without_a_traffic_program_is_refused_naming_the_group() {
+        let sc = Scenario::from_toml(
+            "duration = \"5s\"\n[bottleneck]\nrate = \"10Mbps\"\ndelay = \"10ms\"\nbuffer = \"10pkts\"\n[[flows]]\nname = \"b\"\n[[flows]]\nname = \"o\"\nkind = \"onoff\"\nrate = \"1Mbps\"\n",
+            &[],
+        )
+        .unwrap();
+        let e = plan(&sc).unwrap_err();
+        assert_eq!(e.path, "flows[1].kind");
+        assert!(e.message.contains("\"onoff\"") && !e.message.contains('\n'), "{}", e.message);
     }
 
     #[test]

@@ -266,7 +266,7 @@ pub fn estimate(sc: &Scenario) -> Estimate {
         let active = (stop - mean_start_s(&c.start)).max(0.0);
         flow_samples += n * ((dur - mean_start_s(&c.start)).max(0.0) / interval).floor();
         let route = routes.get(gi).cloned().unwrap_or_default();
-        if let Some((rate_bps, size)) = g.traffic.cbr() {
+        if let Some((rate_bps, size)) = g.traffic.datagrams() {
             let size = size.max(1) as f64;
             groups.push(Group { data: n * active * rate_bps as f64 / 8.0 / size, acks: 0.0, size, ack_size: size, tcp: false, route });
         } else if let Some(tcp) = g.traffic.tcp() {

@@ -1,4 +1,4 @@
-//! Random quantities in scenarios: file sizes and think times.
+//! Random quantities in scenarios: file sizes, think times, on and off periods.
 //!
 //! Written as people write them, each form mapping to one distribution:
 //!
@@ -9,6 +9,7 @@
 //! | `{ pareto = { scale = "2.3KB", shape = 1.3 } }` | Pareto type I, optional `max` cap | – |
 //! | `{ exponential = "10KB" }` / `{ exponential = "9.5s" }` | exponential with this mean | exponential with this mean |
 //! | `{ uniform = ["0s", "1s"] }` | – | uniform in the interval |
+//! | `{ pareto = { mean = "500ms", shape = 1.5 } }` | – | Pareto type I with this mean (shape > 1) |
 //!
 //! Draws come from the caller's stream ([`crate::rng`]): each flow has its own, so
 //! adding a flow leaves the others' sizes and think times unchanged.
@@ -45,12 +46,31 @@ pub enum SizeDist {
     Exponential(Bytes),
 }
 
-/// A distribution of durations (think times, per-flow delays).
+/// Pareto times given by their mean, as ns-2's Pareto On/Off source gives its burst
+/// and idle times (`burst_time_`, `idle_time_`, `shape_`): the scale (the minimum) is
+/// `mean (shape - 1) / shape`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParetoTime {
+    pub mean: Duration,
+    /// The tail index; above 1 for a finite mean (ns-2's default: 1.5).
+    pub shape: f64,
+}
+
+impl ParetoTime {
+    /// The scale (the minimum draw), in nanoseconds.
+    pub fn scale_ns(&self) -> f64 {
+        self.mean.as_nanos() as f64 * (self.shape - 1.0) / self.shape
+    }
+}
+
+/// A distribution of durations (think times, per-flow delays, on and off periods).
 #[derive(Clone, Debug, PartialEq)]
 pub enum TimeDist {
     Fixed(Duration),
     Exponential(Duration),
     Uniform(Duration, Duration),
+    Pareto(ParetoTime),
 }
 
 impl SizeDist {
@@ -116,12 +136,13 @@ impl TimeDist {
                 let span = (b - a).as_nanos();
                 a + Duration::from_nanos(if span == 0 { 0 } else { rng::below(r, span + 1) })
             }
+            TimeDist::Pareto(ref p) => Duration::from_nanos(rng::pareto(r, p.scale_ns(), p.shape).round() as u64),
         }
     }
 
     pub fn mean(&self) -> Duration {
         match *self {
-            TimeDist::Fixed(d) | TimeDist::Exponential(d) => d,
+            TimeDist::Fixed(d) | TimeDist::Exponential(d) | TimeDist::Pareto(ParetoTime { mean: d, .. }) => d,
             TimeDist::Uniform(a, b) => Duration::from_nanos((a.as_nanos() + b.as_nanos()) / 2),
         }
     }
@@ -130,7 +151,7 @@ impl TimeDist {
     pub fn max(&self) -> Option<Duration> {
         match *self {
             TimeDist::Fixed(d) => Some(d),
-            TimeDist::Exponential(_) => None,
+            TimeDist::Exponential(_) | TimeDist::Pareto(_) => None,
             TimeDist::Uniform(_, b) => Some(b),
         }
     }
@@ -212,6 +233,11 @@ impl Serialize for TimeDist {
                 m.serialize_entry("uniform", &[a, b])?;
                 m.end()
             }
+            TimeDist::Pareto(p) => {
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("pareto", p)?;
+                m.end()
+            }
         }
     }
 }
@@ -222,7 +248,7 @@ impl<'de> Deserialize<'de> for TimeDist {
         impl<'de> Visitor<'de> for V {
             type Value = TimeDist;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a time (\"9.5s\"), { exponential = \"9.5s\" } or { uniform = [\"0s\", \"1s\"] }")
+                f.write_str("a time (\"9.5s\"), { exponential = \"9.5s\" }, { uniform = [\"0s\", \"1s\"] } or { pareto = { mean = \"1s\", shape = 1.5 } }")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<TimeDist, E> {
                 v.parse::<Duration>().map(TimeDist::Fixed).map_err(E::custom)
@@ -235,7 +261,7 @@ impl<'de> Deserialize<'de> for TimeDist {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<TimeDist, A::Error> {
                 let Some(k) = m.next_key::<String>()? else {
-                    return Err(de::Error::custom("an empty table: expected { exponential = \"...\" } or { uniform = [...] }"));
+                    return Err(de::Error::custom("an empty table: expected { exponential = \"...\" }, { uniform = [...] } or { pareto = {...} }"));
                 };
                 let out = match k.as_str() {
                     "exponential" => TimeDist::Exponential(m.next_value()?),
@@ -246,7 +272,17 @@ impl<'de> Deserialize<'de> for TimeDist {
                         }
                         TimeDist::Uniform(a, b)
                     }
-                    other => return Err(de::Error::unknown_field(other, &["exponential", "uniform"])),
+                    "pareto" => {
+                        let p: ParetoTime = m.next_value()?;
+                        if !(p.shape > 1.0 && p.shape.is_finite()) {
+                            return Err(de::Error::custom(format!("pareto.shape: must be greater than 1 (a finite mean), got {}", p.shape)));
+                        }
+                        if p.mean.is_zero() {
+                            return Err(de::Error::custom("pareto.mean: must be positive"));
+                        }
+                        TimeDist::Pareto(p)
+                    }
+                    other => return Err(de::Error::unknown_field(other, &["exponential", "uniform", "pareto"])),
                 };
                 if let Some(k) = m.next_key::<String>()? {
                     return Err(de::Error::custom(format!("one distribution per table, found `{k}` as well")));
@@ -295,6 +331,7 @@ mod tests {
             ("\"9.5s\"", TimeDist::Fixed(Duration::from_millis(9500))),
             ("{ exponential = \"50s\" }", TimeDist::Exponential(Duration::from_secs(50))),
             ("{ uniform = [\"1s\", \"2s\"] }", TimeDist::Uniform(Duration::from_secs(1), Duration::from_secs(2))),
+            ("{ pareto = { mean = \"500ms\", shape = 1.5 } }", TimeDist::Pareto(ParetoTime { mean: Duration::from_millis(500), shape: 1.5 })),
         ] {
             let d = time(text).unwrap();
             assert_eq!(d, want);
@@ -310,6 +347,9 @@ mod tests {
         assert!(size("12").unwrap_err().contains("unit"));
         assert!(time("{ uniform = [\"2s\", \"1s\"] }").unwrap_err().contains("empty"));
         assert!(time("[\"1s\"]").is_err());
+        assert!(time("{ pareto = { mean = \"1s\", shape = 1.0 } }").unwrap_err().contains("pareto.shape: must be greater than 1"));
+        assert!(time("{ pareto = { mean = \"0s\", shape = 1.5 } }").unwrap_err().contains("pareto.mean"));
+        assert!(time("{ pareto = { scale = \"1s\", shape = 1.5 } }").unwrap_err().contains("scale"));
         assert!(SizeDist::Choice(vec![]).validate().is_err());
         assert!(SizeDist::Pareto(ParetoSize { scale: Bytes(2300), shape: 0.0, max: None }).validate().unwrap_err().starts_with("pareto.shape"));
     }
@@ -323,6 +363,26 @@ mod tests {
         let n = 100_000;
         let m = (0..n).map(|_| d.sample(&mut r).as_secs_f64()).sum::<f64>() / n as f64;
         assert!((m - 9.5).abs() < 0.1, "mean {m}");
+    }
+
+    #[test]
+    fn pareto_times_have_the_given_mean_and_minimum() {
+        // ns-2's Pareto On/Off defaults: mean 500 ms, shape 1.5, so the scale is
+        // 500 ms * 0.5 / 1.5 = 166.67 ms and the median scale * 2^(1/1.5) = 264.57 ms.
+        // With shape 1.5 the variance is infinite: check the minimum and the median
+        // closely and the mean loosely (over 10^6 draws it is within a few percent).
+        let d = TimeDist::Pareto(ParetoTime { mean: Duration::from_millis(500), shape: 1.5 });
+        assert_eq!((d.mean(), d.max()), (Duration::from_millis(500), None));
+        let mut r = rng::stream(11, "on");
+        let n = 1_000_000;
+        let mut xs: Vec<f64> = (0..n).map(|_| d.sample(&mut r).as_millis_f64()).collect();
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        xs.sort_by(f64::total_cmp);
+        assert!(xs[0] >= 166.666, "{}", xs[0]);
+        let med = xs[n / 2];
+        let want = 500.0 / 3.0 * 2f64.powf(1.0 / 1.5);
+        assert!((med - want).abs() / want < 0.005, "median {med} vs {want}");
+        assert!((mean - 500.0).abs() < 25.0, "mean {mean}");
     }
 
     #[test]

@@ -732,7 +732,7 @@ pub struct GroupInfo {
     pub first_flow: u32,
     /// Files and web: the distinct file sizes when the sizes come from a list.
     pub sizes: Option<Vec<u64>>,
-    /// CBR: the sending rate and datagram size.
+    /// UDP sources (`cbr`, `onoff`): the mean offered rate and the datagram size.
     pub rate_bps: Option<u64>,
     pub packet_size: Option<u32>,
 }

@@ -410,22 +410,34 @@ macro_rules! with_cx {
 
 impl World {
     /// Send the packets an endpoint emitted and schedule its application events.
+    #[inline]
     fn flush(&mut self, eng: &mut Engine<Ev>, fi: usize, v: u32) {
         if !self.out.is_empty() {
-            let conn = self.flows[fi].ep.connection();
-            let [sender, receiver] = self.flows[fi].hosts;
-            let k = eng.key_of(v);
-            let mut out = std::mem::take(&mut self.out);
-            for mut p in out.drain(..) {
-                p.uid = self.next_uid;
-                self.next_uid += 1;
-                p.conn = conn;
-                (p.src_host, p.dst_host) = if p.kind.is_forward() { (sender, receiver) } else { (receiver, sender) };
-                self.rec.sent(&p);
-                self.net.send(p, k, eng, &mut self.rec);
-            }
-            self.out = out;
+            self.send_out(eng, fi, v);
         }
+        if !self.at.is_empty() {
+            self.schedule_app_events(eng, fi);
+        }
+        self.sync_flow_timer(eng, fi);
+    }
+
+    /// Send the packets an endpoint emitted, stamped with its connection and hosts.
+    fn send_out(&mut self, eng: &mut Engine<Ev>, fi: usize, v: u32) {
+        let conn = self.flows[fi].ep.connection();
+        let [sender, receiver] = self.flows[fi].hosts;
+        let k = eng.key_of(v);
+        for mut p in self.out.drain(..) {
+            p.uid = self.next_uid;
+            self.next_uid += 1;
+            p.conn = conn;
+            (p.src_host, p.dst_host) = if p.kind.is_forward() { (sender, receiver) } else { (receiver, sender) };
+            self.rec.sent(&p);
+            self.net.send(p, k, eng, &mut self.rec);
+        }
+    }
+
+    /// Schedule the application events an endpoint hook asked for.
+    fn schedule_app_events(&mut self, eng: &mut Engine<Ev>, fi: usize) {
         for (t, ev) in self.at.drain(..) {
             let f = fi as u32;
             eng.schedule(
@@ -437,7 +449,6 @@ impl World {
                 },
             );
         }
-        self.sync_flow_timer(eng, fi);
     }
 
     /// Keep one pending timer event per flow at its earliest deadline. Later
@@ -544,8 +555,8 @@ pub fn group_infos(sc: &Scenario) -> Vec<GroupInfo> {
             base_rtt_ns: sc.base_rtt(gi).as_nanos(),
             first_flow: sc.flow_ids(gi).start,
             sizes: g.traffic.sizes(),
-            rate_bps: g.traffic.cbr().map(|c| c.0),
-            packet_size: g.traffic.cbr().map(|c| c.1),
+            rate_bps: g.traffic.datagrams().map(|c| c.0),
+            packet_size: g.traffic.datagrams().map(|c| c.1),
         })
         .collect()
 }

@@ -128,7 +128,7 @@ fn bad_topologies_are_one_line_errors_naming_the_field() {
     assert!(e.starts_with("flows[0].route[3]:"), "a loop back to r1: {e}");
     let e = topo_error(&["flows.0.route=[]"]);
     assert!(e.starts_with("flows[0].route:"), "{e}");
-    let e = topo_error(&["links.0.aqm.kind=\"blue\""]);
+    let e = topo_error(&["links.0.aqm.kind=\"nosuch\""]);
     assert!(e.starts_with("links[0].aqm.kind:"), "{e}");
     let e = topo_error(&["links.1.to=\"r2\""]);
     assert!(e.starts_with("links[1].to:"), "{e}");

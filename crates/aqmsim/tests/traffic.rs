@@ -56,6 +56,46 @@ fn cbr_datagrams_leave_at_exact_intervals_and_all_arrive_on_an_idle_path() {
 }
 
 #[test]
+fn onoff_sources_send_at_their_mean_rate_and_every_datagram_arrives_on_an_idle_path() {
+    // 4 sources at 2 Mb/s of 1000 B, on 200 ms / off 800 ms (exponential): 0.4 Mb/s
+    // each in the long run, 1.6 Mb/s together on a 10 Mb/s path (no queue to speak
+    // of). Over 300 s each source's on fraction has a standard deviation of
+    // sqrt((0.8^2 0.2^2 + 0.2^2 0.8^2) / 300) = 0.013 (delta method over 300 cycles
+    // of 1 s), 26 kb/s of its rate: the four together 52 kb/s; 0.25 Mb/s is about 5.
+    let text = format!(
+        "{}\n[[flows]]\nname = \"oo\"\nkind = \"onoff\"\ncount = 4\nrate = \"2Mbps\"\npacket_size = \"1000B\"\non = {{ exponential = \"200ms\" }}\noff = {{ exponential = \"800ms\" }}\n",
+        ONE_LINK.replace("duration = \"20s\"", "duration = \"300s\"")
+    );
+    let sc = parse(&text, &[]);
+    let o = run(&sc);
+    assert!(o.conservation.holds(), "{:?}", o.conservation);
+    let sent: u64 = o.flows.segments_sent.iter().sum();
+    let got = o.datagrams.time_ns.len() as u64;
+    assert!(sent - got < 4, "sent {sent}, received {got}: only what is in flight at the end is missing");
+    assert_eq!(o.flows.bytes_delivered.iter().sum::<u64>(), got * 1000);
+    let mbps = sent as f64 * 8000.0 / 300.0 / 1e6;
+    assert!((mbps - 1.6).abs() < 0.25, "{mbps} Mb/s");
+    // each flow's datagrams are numbered from 0 without gaps, and sent while on: at
+    // 2 Mb/s, 4 ms apart within a burst
+    for f in 0..4u32 {
+        let seqs: Vec<u64> = (0..got as usize).filter(|&i| o.datagrams.flow[i] == f).map(|i| o.datagrams.seq[i]).collect();
+        assert!(seqs.iter().enumerate().all(|(k, &q)| q == k as u64), "flow {f}");
+    }
+    let gaps: Vec<u64> = {
+        let f0: Vec<u64> = (0..got as usize).filter(|&i| o.datagrams.flow[i] == 0).map(|i| o.datagrams.time_ns[i] - o.datagrams.delay_ns[i]).collect();
+        f0.windows(2).map(|w| w[1] - w[0]).collect()
+    };
+    assert!(gaps.iter().all(|&g| g >= 4_000_000), "no two datagrams closer than 8000 bits at 2 Mb/s");
+    let in_burst = gaps.iter().filter(|&&g| g == 4_000_000).count();
+    assert!(in_burst as f64 > 0.6 * gaps.len() as f64, "{in_burst} of {} gaps are exactly 4 ms", gaps.len());
+    // the same seed, the same datagrams; another seed, others
+    let again = run(&sc);
+    assert_eq!((&again.datagrams.time_ns, &again.datagrams.delay_ns), (&o.datagrams.time_ns, &o.datagrams.delay_ns));
+    let other = run(&parse(&text, &["seed=2"]));
+    assert_ne!(other.datagrams.time_ns, o.datagrams.time_ns);
+}
+
+#[test]
 fn udp_floods_are_counted_in_conservation_and_lose_what_does_not_fit() {
     // Pan et al.: two unresponsive 6 Mbps flows on a 10 Mbps link.
     let sc = builtin_scenario("pie-lab-udp", &["duration=\"20s\"", "bottleneck.aqm.kind=\"droptail\"", "bottleneck.buffer=\"100pkts\""]);

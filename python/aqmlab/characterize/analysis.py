@@ -57,7 +57,7 @@ def link_block(run: Any, link: Optional[str] = None) -> dict[str, Any]:
 
 
 def tcp_classes(run: Any) -> dict[str, dict[str, Any]]:
-    return {n: c for n, c in run.summary["classes"].items() if c.get("kind") != "cbr"}
+    return {n: c for n, c in run.summary["classes"].items() if c.get("kind") not in measures.kinds_of("datagrams")}
 
 
 def downloads(run: Any, cls: str, q: str = "p50", smallest: bool = False) -> Optional[float]:
@@ -75,12 +75,12 @@ def downloads(run: Any, cls: str, q: str = "p50", smallest: bool = False) -> Opt
 def common(run: Any) -> dict[str, Optional[float]]:
     """RFC 7928 §2's figures of any run: goodput of the TCP classes, queueing delay at
     the bottleneck (or a topology's first AQM link), loss and marks there, utilization,
-    jitter (IPDV of the CBR flows, else the standard deviation of the queueing delay)."""
+    jitter (IPDV of the UDP flows, else the standard deviation of the queueing delay)."""
     b = link_block(run)
     qd = b.get("queue_delay_ms") or {}
     pk = b.get("packets") or {}
     arrived = _f(pk.get("arrived")) or 0.0
-    cbrs = [n for n, c in run.summary["classes"].items() if c.get("kind") == "cbr"]
+    cbrs = [n for n, c in run.summary["classes"].items() if c.get("kind") in measures.kinds_of("datagrams")]
     jitter = measures.ipdv_ms(run, cbrs) if cbrs else None
     if jitter is None:
         x = measures.queue_delays(run, primary_link(run))

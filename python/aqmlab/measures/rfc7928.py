@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .links import delay_over_time
-from .runs import setting_ns, warmup_s
+from .runs import kinds_of, setting_ns, warmup_s
 
 
 def loss_sync(run: Any, classes: Sequence[str] | None = None) -> float | None:
@@ -94,7 +94,7 @@ def tcp_goodput(run: Any) -> float | None:
     ts = run.table("timeseries", ["time_s", "flow", "goodput_mbps"], [("scope", "=", "flow")])
     if fl is None or ts is None or ts.empty:
         return None
-    ids = set(fl.loc[fl["kind"].astype(str) != "cbr", "flow"].tolist())
+    ids = set(fl.loc[~fl["kind"].astype(str).isin(kinds_of("datagrams")), "flow"].tolist())
     w0, end = warmup_s(run), float(run.summary["sim_seconds"])
     interval = (setting_ns(run, "record.interval", 10**8) or 10**8) / 1e9
     sel = ts["flow"].isin(ids) & (ts["time_s"] > w0 + 1e-9)

@@ -313,7 +313,7 @@ def summarize(result: Any) -> dict[str, Any]:
                 if qd is not None:
                     by_link[ln["name"]] = qd
             c["queue_delay_ms_by_link"] = by_link
-        if g["kind"] == "cbr":
+        if g["kind"] in kinds_of("datagrams"):
             d = np.isin(dg["flow"], ids) & (dg["time_ns"] >= warmup_ns)
             c["rate_kbps"] = g["rate_bps"] / 1e3 if g.get("rate_bps") else None
             c["datagrams"] = {"sent": int(sent), "received": int(np.isin(dg["flow"], ids).sum()), "dropped": int(dropped)}

@@ -2,6 +2,9 @@
 //! unresponsive floods). Datagram k leaves at `start + floor(k * size * 8 / rate)`,
 //! computed from k each time so that the spacing is exact over any number of
 //! datagrams (no accumulated rounding).
+//!
+//! The datagram and its receiving end ([`datagram`], [`check_datagrams`],
+//! [`DatagramSink`]) are shared with the other UDP sources (`onoff`).
 
 use aqm::{Bytes, Ecn, Rate, Time};
 use serde::{Deserialize, Serialize};
@@ -32,19 +35,36 @@ fn mtu() -> Bytes {
     Bytes(1500)
 }
 
+/// The checks of a UDP source's `rate` and `packet_size`.
+pub fn check_datagrams(rate: Rate, packet_size: Bytes) -> Result<(), String> {
+    if rate.bps() == 0 {
+        return Err("rate: must be greater than zero".into());
+    }
+    if packet_size.0 <= UDP_HEADER as u64 || packet_size.0 > 65_535 {
+        return Err(format!("packet_size: must be between 29B and 65535B (28 bytes are IPv4 + UDP headers), got {packet_size}"));
+    }
+    Ok(())
+}
+
+/// Datagram number `seq` of a flow: `size` bytes on the wire, IPv4 + UDP headers
+/// included; ECT(0) with `ecn`.
+pub fn datagram(flow: u32, seq: u64, size: u32, ecn: bool, now: Time) -> Packet {
+    let mut p = Packet::new(0, flow, Kind::Udp, size, now);
+    p.seq = seq;
+    p.payload = size - UDP_HEADER;
+    if ecn {
+        p.ecn = Ecn::Ect0;
+    }
+    p
+}
+
 impl TrafficKind for CbrSpec {
     const FAMILY: &'static str = "datagrams";
     type Endpoint = Cbr;
     fn check(&self) -> Result<(), String> {
-        if self.rate.bps() == 0 {
-            return Err("rate: must be greater than zero".into());
-        }
-        if self.packet_size.0 <= UDP_HEADER as u64 || self.packet_size.0 > 65_535 {
-            return Err(format!("packet_size: must be between 29B and 65535B (28 bytes are IPv4 + UDP headers), got {}", self.packet_size));
-        }
-        Ok(())
+        check_datagrams(self.rate, self.packet_size)
     }
-    fn cbr(&self) -> Option<(u64, u32)> {
+    fn datagrams(&self) -> Option<(u64, u32)> {
         Some((self.rate.bps(), self.packet_size.0 as u32))
     }
     fn build(&self, f: &FlowSetup<'_>) -> Cbr {
@@ -64,14 +84,12 @@ pub struct Cbr {
     pub stop: Time,
     /// Datagrams sent so far (the next one's number).
     pub sent: u64,
-    pub received: u64,
-    /// Bytes (whole datagrams) received.
-    pub rx_bytes: u64,
+    pub sink: DatagramSink,
 }
 
 impl Cbr {
     pub fn new(size: u32, rate_bps: u64, ecn: bool, start: Time, stop: Time) -> Cbr {
-        Cbr { size, rate_bps, ecn, start, stop, sent: 0, received: 0, rx_bytes: 0 }
+        Cbr { size, rate_bps, ecn, start, stop, sent: 0, sink: DatagramSink::default() }
     }
 
     /// When datagram `k` leaves: exact to the nanosecond (floored) for every k.
@@ -82,12 +100,7 @@ impl Cbr {
 
     /// The next datagram, and when the one after it is due (None: the source is done).
     pub fn emit(&mut self, flow: u32, now: Time) -> (Packet, Option<Time>) {
-        let mut p = Packet::new(0, flow, Kind::Udp, self.size, now);
-        p.seq = self.sent;
-        p.payload = self.size - UDP_HEADER;
-        if self.ecn {
-            p.ecn = Ecn::Ect0;
-        }
+        let p = datagram(flow, self.sent, self.size, self.ecn, now);
         self.sent += 1;
         let next = self.send_time(self.sent);
         (p, (next < self.stop).then_some(next))
@@ -115,6 +128,28 @@ impl Endpoint for Cbr {
         }
     }
     fn on_packet(&mut self, p: &Packet, cx: &mut Cx<'_>) {
+        self.sink.on_packet(p, cx);
+    }
+    fn sample(&self, r: &mut FlowSeries) {
+        self.sink.sample(self.sent, r);
+    }
+    fn finish(&self, t: &mut FlowTable) {
+        self.sink.finish(self.sent, t);
+    }
+}
+
+/// The receiving end of a UDP flow: what it received, its `datagrams` records (one
+/// row per datagram with its one-way delay and CE mark), and the flow's columns of
+/// the flow series and the flow table (no TCP state).
+#[derive(Debug, Default)]
+pub struct DatagramSink {
+    pub received: u64,
+    /// Bytes (whole datagrams) received.
+    pub rx_bytes: u64,
+}
+
+impl DatagramSink {
+    pub fn on_packet(&mut self, p: &Packet, cx: &mut Cx<'_>) {
         self.received += 1;
         self.rx_bytes += p.size as u64;
         if cx.rec.record_datagrams {
@@ -127,7 +162,8 @@ impl Endpoint for Cbr {
             r.ce.push(p.ecn == Ecn::Ce);
         }
     }
-    fn sample(&self, r: &mut FlowSeries) {
+    /// The flow's row of the flow series, `sent` datagrams sent so far.
+    pub fn sample(&self, sent: u64, r: &mut FlowSeries) {
         r.cwnd.push(f64::NAN);
         r.ssthresh.push(f64::NAN);
         r.srtt_ns.push(-1);
@@ -135,16 +171,17 @@ impl Endpoint for Cbr {
         r.rto_ns.push(0);
         r.in_flight.push(0);
         r.delivered_bytes.push(self.rx_bytes);
-        r.snd_una.push(self.sent);
+        r.snd_una.push(sent);
         r.retransmits.push(0);
         r.ca_state.push(0);
         r.rwnd.push(-1);
         r.receiver_mode.push(0);
     }
-    fn finish(&self, t: &mut FlowTable) {
+    /// The flow's row of the flow table, `sent` datagrams sent in all.
+    pub fn finish(&self, sent: u64, t: &mut FlowTable) {
         t.end_ns.push(-1);
         t.bytes_delivered.push(self.rx_bytes);
-        t.segments_sent.push(self.sent);
+        t.segments_sent.push(sent);
         for col in [
             &mut t.retransmits,
             &mut t.timeouts,

@@ -13,6 +13,7 @@
 pub mod bulk;
 pub mod cbr;
 pub mod downloads;
+pub mod onoff;
 pub mod tcp_flow;
 
 use aqm::Time;
@@ -123,8 +124,10 @@ pub trait TrafficKind: Clone + std::fmt::Debug + PartialEq + Serialize + Deseria
     fn sizes(&self) -> Option<Vec<u64>> {
         None
     }
-    /// CBR: (rate in b/s, datagram size in bytes).
-    fn cbr(&self) -> Option<(u64, u32)> {
+    /// A UDP source (an unresponsive one: its load does not depend on the network):
+    /// its mean offered rate in b/s and its datagram size in bytes, for the run's
+    /// metadata (`rate_bps`, `packet_size` of its group) and the budget estimate.
+    fn datagrams(&self) -> Option<(u64, u32)> {
         None
     }
     fn build(&self, f: &FlowSetup<'_>) -> Self::Endpoint;
@@ -178,8 +181,8 @@ macro_rules! registry {
             pub fn sizes(&self) -> Option<Vec<u64>> {
                 match self { $( TrafficSpec::$variant(s) => s.sizes(), )* }
             }
-            pub fn cbr(&self) -> Option<(u64, u32)> {
-                match self { $( TrafficSpec::$variant(s) => s.cbr(), )* }
+            pub fn datagrams(&self) -> Option<(u64, u32)> {
+                match self { $( TrafficSpec::$variant(s) => s.datagrams(), )* }
             }
             pub fn build(&self, f: &FlowSetup<'_>) -> AnyEndpoint {
                 match self { $( TrafficSpec::$variant(s) => AnyEndpoint::$variant(s.build(f)), )* }
@@ -226,4 +229,5 @@ registry! {
     "files" => Files(downloads::FilesSpec),
     "web" => Web(downloads::WebSpec),
     "transfer" => Transfer(downloads::TransferSpec),
+    "onoff" => OnOff(onoff::OnOffSpec),
 }

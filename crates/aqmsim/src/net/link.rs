@@ -331,16 +331,14 @@ impl<P: QPacket> Link<P> {
         debug_assert!(self.eager.is_none() && now >= self.clock);
         self.clock = now;
         let mut ctx = Ctx { now, rng: &mut self.rng, link_rate: self.rate };
-        let mut drops = std::mem::take(&mut self.drops);
         let info = obs.info(&p);
-        match self.qdisc.enqueue(p, &mut ctx, &mut drops) {
+        match self.qdisc.enqueue(p, &mut ctx, &mut self.drops) {
             aqm::Admit::Queued => obs.enqueued(now, info, &self.qdisc, None),
             aqm::Admit::Marked(c) => obs.enqueued(now, info, &self.qdisc, Some(c)),
             // a refused packet is in the drop list
             aqm::Admit::Dropped(_) => {}
         }
-        self.report_drops(now, &mut drops, obs);
-        self.drops = drops;
+        self.report_drops(now, obs);
         let queued = self.qdisc.backlog().packets > 0;
         match &mut self.shaper {
             // Mahimahi: an arriving packet can use the opportunities after its arrival
@@ -359,8 +357,11 @@ impl<P: QPacket> Link<P> {
     }
 
     #[inline]
-    fn report_drops<O: Observe<P>>(&mut self, t: Time, drops: &mut Vec<Dropped<P>>, obs: &mut O) {
-        for d in drops.drain(..) {
+    fn report_drops<O: Observe<P>>(&mut self, t: Time, obs: &mut O) {
+        if self.drops.is_empty() {
+            return;
+        }
+        for d in self.drops.drain(..) {
             obs.dropped(t, &d, &self.qdisc);
             obs.recycle(d.pkt);
         }
@@ -371,14 +372,12 @@ impl<P: QPacket> Link<P> {
     #[inline]
     fn dequeue<O: Observe<P>>(&mut self, now: Time, obs: &mut O) -> Option<P> {
         let mut ctx = Ctx { now, rng: &mut self.rng, link_rate: self.rate };
-        let mut drops = std::mem::take(&mut self.drops);
-        let dep = self.qdisc.dequeue(&mut ctx, &mut drops);
+        let dep = self.qdisc.dequeue(&mut ctx, &mut self.drops);
         let out = dep.map(|Departure { pkt, sojourn, marked }| {
             obs.dequeued(now, &pkt, sojourn, &self.qdisc, marked);
             pkt
         });
-        self.report_drops(now, &mut drops, obs);
-        self.drops = drops;
+        self.report_drops(now, obs);
         out
     }
 

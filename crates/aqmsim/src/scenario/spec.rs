@@ -34,7 +34,9 @@ impl<'de> Deserialize<'de> for StartSpec {
         match TimeDist::deserialize(d)? {
             TimeDist::Fixed(t) => Ok(StartSpec::At(t)),
             TimeDist::Uniform(a, b) => Ok(StartSpec::Uniform(a, b)),
-            TimeDist::Exponential(_) => Err(de::Error::custom("a start time is a time or { uniform = [from, to] }, not a distribution without bounds")),
+            TimeDist::Exponential(_) | TimeDist::Pareto(_) => {
+                Err(de::Error::custom("a start time is a time or { uniform = [from, to] }, not a distribution without bounds"))
+            }
         }
     }
 }

@@ -320,7 +320,7 @@ mod tests {
         assert_eq!(e.path, "links[0].rate");
         let e = bad(r#"links = [{ name = "x", from = "a", to = "b", rate = "1Mbps", delay = "1ms", buffer = "10pkts", colour = 1 }]"#);
         assert!(e.to_string().contains("colour"), "{e}");
-        let e = bad(r#"links = [{ name = "x", from = "a", to = "b", rate = "1Mbps", delay = "1ms", buffer = "10pkts", aqm = "blue" }]"#);
+        let e = bad(r#"links = [{ name = "x", from = "a", to = "b", rate = "1Mbps", delay = "1ms", buffer = "10pkts", aqm = "nosuch" }]"#);
         assert_eq!(e.path, "links[0].aqm.kind");
         let e = bad(
             r#"links = [{ name = "x", from = "a", to = "b", rate = "1Mbps", delay = "1ms", buffer = "10pkts" },

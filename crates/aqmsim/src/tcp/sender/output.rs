@@ -152,9 +152,11 @@ impl TcpSender {
         out.push(p);
     }
 
-    /// Linux `__tcp_retransmit_skb` and `tcp_retransmit_skb`.
-    pub(super) fn retransmit(&mut self, seq: u64, now: Time, out: &mut Vec<Packet>) {
-        let high = self.snd_nxt;
+    /// What every retransmission of `seq` does, a tail loss probe's included (Linux
+    /// `__tcp_retransmit_skb`): the rate sample's send state, the idle restart, the
+    /// segment's send time, delivered count and EVER_RETRANS, its place in the
+    /// time-sorted list, the counters. Returns the segment's flags before.
+    pub(super) fn stamp_retransmission(&mut self, seq: u64, now: Time) -> u8 {
         let delivered = self.delivered;
         if self.rate_cc {
             let tx = self.rate.on_sent(now, self.outstanding());
@@ -163,10 +165,23 @@ impl TcpSender {
         self.event_data_sent(now);
         let s = self.seg_mut(seq);
         let was = s.flags;
-        s.flags |= RETRANS | EVER_RETRANS;
+        s.flags |= EVER_RETRANS;
         s.sent_at = now;
-        s.retx_high = high;
         s.delivered = delivered;
+        self.tsorted.push_back((now, seq));
+        self.stats.segments_sent += 1;
+        self.stats.retransmits += 1;
+        was
+    }
+
+    /// Linux `__tcp_retransmit_skb` and `tcp_retransmit_skb`: a retransmission in
+    /// flight for recovery (RETRANS, counted in retrans_out and for undo).
+    pub(super) fn retransmit(&mut self, seq: u64, now: Time, out: &mut Vec<Packet>) {
+        let high = self.snd_nxt;
+        let was = self.stamp_retransmission(seq, now);
+        let s = self.seg_mut(seq);
+        s.flags |= RETRANS;
+        s.retx_high = high;
         if was & LOST != 0 && was & RETRANS == 0 {
             self.lost_pending -= 1;
         }
@@ -174,14 +189,11 @@ impl TcpSender {
             self.retrans_out += 1;
         }
         self.retx_hint = self.retx_hint.max(seq + 1);
-        self.tsorted.push_back((now, seq));
         if self.cfg.recovery == Recovery::Rfc6675 {
             self.retx_queue.push_back((seq, high));
         }
         self.retrans_stamp.get_or_insert(now);
         self.undo_retrans = self.undo_retrans.max(0) + 1;
-        self.stats.segments_sent += 1;
-        self.stats.retransmits += 1;
         if self.in_cwnd_reduction() {
             self.prr_out += 1;
         }

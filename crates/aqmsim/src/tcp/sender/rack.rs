@@ -274,19 +274,7 @@ impl TcpSender {
                 // Linux __tcp_retransmit_skb: the probe is a retransmission (counted,
                 // EVER_RETRANS) but not one in flight for recovery (no SACKED_RETRANS,
                 // no undo accounting)
-                let delivered = self.delivered;
-                if self.rate_cc {
-                    let tx = self.rate.on_sent(now, self.outstanding());
-                    self.rate_tx[(last - self.snd_una) as usize] = tx;
-                }
-                self.event_data_sent(now);
-                let sg = self.seg_mut(last);
-                sg.flags |= EVER_RETRANS;
-                sg.sent_at = now;
-                sg.delivered = delivered;
-                self.tsorted.push_back((now, last));
-                self.stats.segments_sent += 1;
-                self.stats.retransmits += 1;
+                self.stamp_retransmission(last, now);
                 let p = self.data_packet(last, now, true);
                 if self.pacer.on {
                     // every transmission moves the departure time (tcp_update_skb_after_send)
