@@ -197,7 +197,7 @@ impl Default for TcpConfig {
             accecn: false,
             receive_window: None,
             receiver: ReceiverSpec::Drs,
-            receive_buffer: ReceiveBuffer::Linux,
+            receive_buffer: ReceiveBuffer::Unlimited,
             slow_start_after_idle: true,
             pacing: false,
             pacing_ss_ratio: 200,
