@@ -121,11 +121,12 @@ pub struct TcpConfig {
     /// How the receiver sizes its advertised window: "drs" (Dynamic Right-Sizing,
     /// never limits) or { kind = "palermo", ... } (Popovsky §2; docs/receivers.md).
     pub receiver: ReceiverSpec,
-    /// The receiver's buffer: "linux" (default: Linux 6.18's receive buffer with
-    /// autotuning, the window growing as data arrives and every segment that grows
-    /// it ACKed at once, window-update ACKs after a read; `tcp/rcvbuf.rs`) or
-    /// "unlimited" (no buffer: the window never limits and in-order data is ACKed
-    /// every `ack_every` segments, as aqmlab's receiver before, ns-2's and ns-3's).
+    /// The receiver's buffer: "unlimited" (default: no buffer, the window never
+    /// limits and in-order data is ACKed every `ack_every` segments, as ns-2's and
+    /// ns-3's receivers) or "linux" (Linux 6.18's receive buffer with autotuning and
+    /// an application that reads each segment as it arrives: the window grows as
+    /// data arrives and every segment that grows it is ACKed at once, reads send
+    /// window updates and ACK pushed segments; `tcp/rcvbuf.rs`).
     pub receive_buffer: ReceiveBuffer,
     /// After an idle period longer than the RTO, halve cwnd per RTO of idle time,
     /// down to the initial window (RFC 2861 / RFC 7661; Linux `tcp_cwnd_restart`,

@@ -7,8 +7,9 @@
 //! (`tcp_event_data_recv`, `__tcp_ack_snd_check`, `tcp_send_delayed_ack`); and an
 //! advertised window of Linux's receive buffer with autotuning (`tcp/rcvbuf.rs`:
 //! the window grows as data arrives, each segment that grows it is ACKed at once,
-//! a read that opens the window far enough sends a window update), or one that
-//! never limits (`receive_buffer = "unlimited"`).
+//! a read that opens the window far enough sends a window update, and a read that
+//! empties the queue ACKs a pushed segment: one with PSH or a short one), or one
+//! that never limits (`receive_buffer = "unlimited"`, the default).
 //!
 //! ECN feedback, as negotiated: RFC 3168 (ECE from a CE until the sender's CWR);
 //! DCTCP's state machine (Alizadeh et al., RFC 8257 §3.2: ECE tells the CE state of
@@ -81,6 +82,10 @@ pub struct TcpReceiver {
     lrcvtime: Time,
     /// An ACK is due now whatever the other rules (`ICSK_ACK_NOW`).
     ack_now: bool,
+    /// `ICSK_ACK_PUSHED` and `ICSK_ACK_PUSHED2` (`tcp_measure_rcv_mss`): a full
+    /// segment with PSH, or a short segment (two: PUSHED2), arrived since the last
+    /// ACK; the read that empties the receive queue then ACKs (`tcp_cleanup_rbuf`).
+    pushed: u8,
     sack: bool,
     dsack: bool,
     /// A D-SACK block for the next ACK (RFC 2883 §4: the duplicate's range).
@@ -179,6 +184,7 @@ impl TcpReceiver {
             ato: None,
             lrcvtime: Time::ZERO,
             ack_now: false,
+            pushed: 0,
             sack: cfg.sack,
             dsack: cfg.sack && cfg.dsack,
             pending_dsack: None,
@@ -307,11 +313,12 @@ impl TcpReceiver {
     /// Linux `tcp_event_data_recv`: the delayed-ACK engine learns the spacing of the
     /// data; after a gap longer than the RTO, ACK quickly again (the sender failed
     /// to restart its window).
-    fn event_data_recv(&mut self, now: Time, len: u64) {
+    fn event_data_recv(&mut self, now: Time, len: u64, psh: bool) {
         if let Some(b) = self.buf.as_mut() {
             // tcp_measure_rcv_mss (the scaling ratio), tcp_rcv_rtt_measure
             b.measure_ratio(len);
             b.rtt_measure(now, self.bytes_delivered);
+            self.measure_pushed(len, psh);
         }
         match self.ato {
             None => {
@@ -333,6 +340,27 @@ impl TcpReceiver {
         }
         self.lrcvtime = now;
         self.grow_window(len);
+    }
+
+    /// Linux `tcp_measure_rcv_mss`'s push flags: a full-sized segment with PSH
+    /// (Cardwell, "tcp: fix delayed ACKs for MSS boundary condition", Linux 6.6)
+    /// sets `ICSK_ACK_PUSHED`; a shorter one sets it too, and `ICSK_ACK_PUSHED2` if
+    /// it was set already. Not modelled: Linux lowers its receive-MSS estimate
+    /// (`rcv_mss`) after two short segments of the same length in a row, and the
+    /// second then sets no flag.
+    fn measure_pushed(&mut self, len: u64, psh: bool) {
+        const PUSHED: u8 = 1;
+        const PUSHED2: u8 = 2;
+        if len >= self.mss {
+            if psh {
+                self.pushed |= PUSHED;
+            }
+        } else {
+            if self.pushed & PUSHED != 0 {
+                self.pushed |= PUSHED2;
+            }
+            self.pushed |= PUSHED;
+        }
     }
 
     /// Linux `tcp_grow_window`: a segment that grows the window is ACKed at once,
@@ -357,7 +385,9 @@ impl TcpReceiver {
         let (ofo, span) = (self.ofo_bytes(), self.ofo_span());
         let Some(b) = self.buf.as_mut() else { return };
         b.space_adjust(now, self.bytes_delivered, span);
-        let waited = self.delack_deadline.is_some() && self.unacked >= self.ack_every;
+        // an ACK is scheduled and more than one segment waits for it, or a pushed
+        // segment arrived and the read emptied the queue (nothing held out of order)
+        let waited = self.delack_deadline.is_some() && (self.unacked >= self.ack_every || (self.pushed != 0 && ofo == 0));
         if waited || b.window_update_due(self.bytes_delivered, ofo) {
             self.send_ack(now, out);
         }
@@ -481,7 +511,7 @@ impl TcpReceiver {
             self.unacked += 1;
             self.bytes_delivered += p.payload as u64;
             self.unread += p.payload as u64;
-            self.event_data_recv(now, p.payload as u64);
+            self.event_data_recv(now, p.payload as u64, p.flag(Packet::PSH));
             if let Some(first) = self.ooo.first() {
                 if first.start == self.rcv_nxt {
                     self.rcv_nxt = first.end;
@@ -584,7 +614,8 @@ impl TcpReceiver {
     fn send_delayed_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
         let mut ato = self.ato.unwrap_or(self.ato_min);
         if ato > self.ato_min {
-            let mut max_ato = MAX_ATO;
+            // with a pushed segment waiting, at most TCP_DELACK_MAX
+            let mut max_ato = if self.pushed != 0 { DELACK_MAX } else { MAX_ATO };
             if let Some(srtt) = self.srtt {
                 max_ato = max_ato.min(srtt.max(self.ato_min));
             }
@@ -755,6 +786,7 @@ impl TcpReceiver {
         out.push(a);
         self.unacked = 0;
         self.ack_now = false;
+        self.pushed = 0;
         self.delack_deadline = None;
         self.comp_deadline = None;
         self.compressed_ack = 0;
@@ -849,7 +881,7 @@ mod tests {
         // 81,920 and the window may grow from 65,160 to 80,472 in 6 steps of two
         // segments (rcvbuf.rs); each step ORs 1 into the quick count, which keeps it
         // at 16: segments 0-21 are ACKed one by one, then every second one.
-        let cfg = TcpConfig { mss: aqm::Bytes(1448), ..TcpConfig::default() };
+        let cfg = TcpConfig { mss: aqm::Bytes(1448), receive_buffer: ReceiveBuffer::Linux, ..TcpConfig::default() };
         let mut r = TcpReceiver::new(0, &cfg);
         let mut out = Vec::new();
         let mut acked_at = Vec::new();
@@ -874,6 +906,49 @@ mod tests {
             u.on_packet(&data(s), Time::from_micros(10_000 + 1_200 * s), &mut out);
         }
         assert_eq!(out.len(), 16 + 7);
+    }
+
+    #[test]
+    fn a_read_acks_a_pushed_segment_at_once() {
+        // Linux tcp_measure_rcv_mss: a full segment with PSH, or a short one, sets
+        // ICSK_ACK_PUSHED; tcp_cleanup_rbuf then ACKs when the read empties the queue,
+        // where the every-second-segment rule would have delayed the ACK. Past the
+        // start (segments 0-29 as above: quick ACKs, then every second one, the last
+        // ACK for 29), 1448-B segments 1.2 ms apart:
+        let cfg = TcpConfig { mss: aqm::Bytes(1448), receive_buffer: ReceiveBuffer::Linux, ..TcpConfig::default() };
+        let seg = |s: u64, len: u32, psh: bool| {
+            let mut p = data(s);
+            p.payload = len;
+            p.set_flag(Packet::PSH, psh);
+            p
+        };
+        let mut r = TcpReceiver::new(0, &cfg);
+        let mut out = Vec::new();
+        let at = |s: u64| Time::from_micros(10_000 + 1_200 * s);
+        for s in 0..30u64 {
+            r.on_packet(&seg(s, 1448, false), at(s), &mut out);
+        }
+        assert_eq!(out.last().unwrap().seq, 30);
+        let mut acked = |r: &mut TcpReceiver, s: u64, len: u32, psh: bool| {
+            let n = out.len();
+            r.on_packet(&seg(s, len, psh), at(s), &mut out);
+            out.len() > n
+        };
+        // 30 without PSH waits for a second segment; 31 is that second
+        assert!(!acked(&mut r, 30, 1448, false));
+        assert!(acked(&mut r, 31, 1448, false));
+        // 32 with PSH (the end of an application write): ACKed at once
+        assert!(acked(&mut r, 32, 1448, true));
+        // 33 without: delayed again (the flag went with the ACK); 34 pairs with it
+        assert!(!acked(&mut r, 33, 1448, false));
+        assert!(acked(&mut r, 34, 1448, false));
+        // a short segment (the tail of a message) is pushed without PSH
+        assert!(acked(&mut r, 35, 500, false));
+        // without the receive buffer there is no read model: PSH changes nothing
+        let mut u = TcpReceiver::new(0, &TcpConfig { receive_buffer: ReceiveBuffer::Unlimited, quickack: 0, ..cfg });
+        let mut out = Vec::new();
+        u.on_packet(&seg(0, 1448, true), at(0), &mut out);
+        assert!(out.is_empty());
     }
 
     #[test]
