@@ -96,6 +96,6 @@ EXPERIMENT = Reproduction(
         "Queueing delay: per-packet sojourn in the bottleneck queue; at a drop, the backlog over the link rate (as Fig. 4).",
         "Percentiles marked 'pooled' pool every packet of all seeds of a series; the others are the mean ± sd over seeds of each run's figure.",
         "The paper's numbers are read from its text; its figures show single curves, without the number of runs.",
-        "The receivers are Linux's receive buffer (tcp.receive_buffer = \"linux\", the default): while the window grows every segment is ACKed, as the kernel does. Against the receiver before (an ACK every second segment) the p95 at deterministic drops moved from 61 to 65 ms (close to differs) and PIE − MADPIE of the maximum at RTT 500 ms from 82 to 32 ms (close either way).",
+        "The receivers ACK every second segment (tcp.receive_buffer = \"unlimited\", the default). With Linux's receive buffer (tcp.receive_buffer = \"linux\"), whose receivers ACK every segment while the window grows as the kernel's do, the p95 at deterministic drops is 65 ms instead of 61 (differs instead of close) and PIE − MADPIE of the maximum at RTT 500 ms 32 ms instead of 82 (close either way).",
     ],
 )

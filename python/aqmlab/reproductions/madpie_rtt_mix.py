@@ -137,6 +137,6 @@ EXPERIMENT = Reproduction(
         "CBR percentiles pool every packet of the RTT-100 CBR flows over the seeds; download times pool every completed download.",
         "Bulk goodput: the class's total over its 2 flows, mean over seeds.",
         "The paper's numbers are read from its text.",
-        "The receivers are Linux's receive buffer (tcp.receive_buffer = \"linux\", the default): while the window grows every segment is ACKed, as the kernel does. Against the receiver before (an ACK every second segment) one claim moved from agrees to close (its note).",
+        "The receivers ACK every second segment (tcp.receive_buffer = \"unlimited\", the default). With Linux's receive buffer (tcp.receive_buffer = \"linux\"), whose receivers ACK every segment while the window grows as the kernel's do, one claim moves from agrees to close (its note).",
     ],
 )
