@@ -36,6 +36,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -165,10 +166,27 @@ def _build_id() -> str:
     return hashlib.sha256(Path(_core.__file__).read_bytes()).hexdigest()[:16]
 
 
+# The `tcp` fields the emulator reads (the rest is the simulator's TCP model; the
+# kernel's TCP is the kernel's).
+KERNEL_TCP_FIELDS = frozenset({"cc", "ecn", "slow_start_after_idle", "receiver"})
+_TCP_FIELD = re.compile(r"^flows\.[^.=]+\.tcp\.([A-Za-z_]+)")
+
+
+def kernel_overrides(over: Sequence[str]) -> list[str]:
+    """The overrides a kernel run depends on: all but those of a `tcp` field only the
+    simulator reads (`--set 'flows.{tcp}.tcp.gso="linux"'` keeps the kernel runs)."""
+    keep = []
+    for o in over:
+        m = _TCP_FIELD.match(o)
+        if m is None or m.group(1) in KERNEL_TCP_FIELDS:
+            keep.append(o)
+    return keep
+
+
 def run_key(side: str, case: Case, over: Sequence[str], seed: int, sc: Optional[dict[str, Any]] = None) -> str:
     """What a stored run depends on; a run stored with another key is redone."""
     if side == "linux":
-        text = json.dumps({"scenario": case.scenario, "overrides": list(over), "seed": seed, "kernel": os.uname().release, "format": EMULATOR_FORMAT})
+        text = json.dumps({"scenario": case.scenario, "overrides": kernel_overrides(over), "seed": seed, "kernel": os.uname().release, "format": EMULATOR_FORMAT})
     else:
         text = json.dumps(dict(sc or {}, seed=seed), sort_keys=True) + _build_id()
     return hashlib.sha256(text.encode()).hexdigest()[:20]
