@@ -2,58 +2,15 @@
 //! pacing gate, and whole simulations for BBR on the dumbbell (20 Mb/s,
 //! base RTT 40 ms, DropTail of 2 BDP, as `aqmlab validate linux` runs it).
 
-use std::collections::BTreeMap;
+mod common;
 
 use aqmsim::aqm::{Duration, Time};
-use aqmsim::packet::{Kind, Packet};
 use aqmsim::tcp::pacing;
-use aqmsim::tcp::{CcSpec, ReceiveBuffer, TcpConfig, TcpReceiver, TcpSender};
+use aqmsim::tcp::{CcSpec, ReceiveBuffer, TcpConfig};
 use aqmsim::{builtin, RunOutput, Scenario};
 
-/// A lossless path of fixed one-way delay and no rate limit: what the sender sends
-/// is exactly what its pacing (or its ACK clock) lets out. Returns the send time of
-/// every data segment.
 fn send_times(cfg: &TcpConfig, one_way: Duration, end: Time) -> Vec<Time> {
-    let mut snd = TcpSender::new(0, cfg);
-    let mut rcv = TcpReceiver::new(0, cfg);
-    let mut wire: BTreeMap<(Time, u64), Packet> = BTreeMap::new();
-    let mut n = 0;
-    let mut sends = Vec::new();
-    let mut put = |out: Vec<Packet>, now: Time, wire: &mut BTreeMap<(Time, u64), Packet>, sends: &mut Vec<Time>| {
-        for p in out {
-            if p.kind == Kind::Data {
-                sends.push(now);
-            }
-            n += 1;
-            wire.insert((now + one_way, n), p);
-        }
-    };
-    let mut out = Vec::new();
-    snd.start(Time::ZERO, None, &mut out);
-    put(std::mem::take(&mut out), Time::ZERO, &mut wire, &mut sends);
-    loop {
-        let next_pkt = wire.keys().next().map(|k| k.0);
-        let next_timer = [snd.poll_at(), rcv.poll_at()].into_iter().flatten().min();
-        let Some(t) = [next_pkt, next_timer].into_iter().flatten().min() else { break };
-        if t > end {
-            break;
-        }
-        if next_pkt == Some(t) {
-            let key = *wire.keys().next().unwrap();
-            let p = wire.remove(&key).unwrap();
-            if p.kind.is_forward() {
-                rcv.on_packet(&p, t, &mut out);
-            } else {
-                snd.on_packet(&p, t, &mut out);
-            }
-        } else {
-            snd.on_timer(t, &mut out);
-            rcv.on_timer(t, &mut out);
-        }
-        snd.check_invariants().unwrap();
-        put(std::mem::take(&mut out), t, &mut wire, &mut sends);
-    }
-    sends
+    common::send_times(cfg, None, one_way, end)
 }
 
 /// The largest number of segments sent at one instant, from the `skip`-th on.

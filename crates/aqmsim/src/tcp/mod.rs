@@ -15,6 +15,7 @@ pub mod rcvbuf;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
+pub mod tso;
 pub mod window;
 
 pub use window::palermo;
@@ -145,6 +146,31 @@ pub struct TcpConfig {
     /// Pacing rate after slow start, percent of cwnd per srtt (Linux
     /// `net.ipv4.tcp_pacing_ca_ratio`: 120).
     pub pacing_ca_ratio: u32,
+    /// Segment aggregation by the sending device (`tso.rs`): "off" (every
+    /// transmission is what the windows and pacing release, segment by segment) or
+    /// "linux" (Linux with GSO or TSO on: skbs of about 1 ms of the pacing rate,
+    /// `tcp_tso_autosize`, held back by `tcp_tso_should_defer` until the window
+    /// opens enough, their segments back to back). Left out of the resolved
+    /// scenario while "off", so that scenarios written before it keep their form.
+    #[serde(skip_serializing_if = "Gso::is_off")]
+    pub gso: Gso,
+}
+
+/// Segment aggregation by the sending device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gso {
+    /// Every transmission is what the windows and pacing release at that moment.
+    #[default]
+    Off,
+    /// Linux's GSO skbs (`tcp_tso_autosize`, `tcp_tso_should_defer`, `tcp_write_xmit`).
+    Linux,
+}
+
+impl Gso {
+    pub fn is_off(&self) -> bool {
+        *self == Gso::Off
+    }
 }
 
 /// The receiver's buffer model.
@@ -203,6 +229,7 @@ impl Default for TcpConfig {
             pacing: false,
             pacing_ss_ratio: 200,
             pacing_ca_ratio: 120,
+            gso: Gso::Off,
         }
     }
 }

@@ -242,7 +242,7 @@ impl TcpSender {
                 self.snd_cwnd_stamp = now;
             }
         }
-        if self.pacer.on {
+        if self.pacer.on || self.gso() {
             self.update_pacing_rate();
         }
 

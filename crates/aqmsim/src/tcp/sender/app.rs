@@ -40,7 +40,7 @@ impl TcpSender {
         self.cc.on_init(&mut self.w, &c);
         // pacing if configured or asked for by the controller (`SK_PACING_NEEDED`)
         self.pacer.on = self.cfg.pacing || self.cc.pacing_rate().is_some();
-        if self.pacer.on {
+        if self.pacer.on || self.gso() {
             self.update_pacing_rate();
         }
     }

@@ -53,7 +53,7 @@ use super::minmax::RunningMin;
 use super::pacing::Pacer;
 use super::rate::{RateState, TxInfo};
 use super::rtt::RttEstimator;
-use super::{EcnMode, TcpConfig};
+use super::{EcnMode, Gso, TcpConfig};
 use crate::packet::{Kind, Packet};
 use crate::rng::SimRng;
 
@@ -270,6 +270,9 @@ pub struct TcpSender {
     /// wake-up when the pacer holds data back.
     pacer: Pacer,
     pace_at: Option<Time>,
+    /// The largest window the receiver has offered, in segments (`max_window`), for
+    /// the write queue's skb size under `gso = "linux"`.
+    max_window: u64,
     /// The controller sets cwnd from delivery-rate samples (BBR).
     rate_cc: bool,
     /// Delivery-rate estimation, with one entry per outstanding segment beside
@@ -351,6 +354,7 @@ impl TcpSender {
             delivered: 0,
             pacer: Pacer::default(),
             pace_at: None,
+            max_window: 0,
             rate_cc: false,
             rate: RateState::new(),
             rate_tx: VecDeque::new(),
@@ -370,6 +374,12 @@ impl TcpSender {
             cfg: cfg.clone(),
         }
         .with_cc_flags()
+    }
+
+    /// Linux with GSO: the pacing rate is kept for every connection (it sizes the
+    /// skbs), paced or not.
+    fn gso(&self) -> bool {
+        self.cfg.gso == Gso::Linux
     }
 
     fn with_cc_flags(mut self) -> TcpSender {

@@ -7,8 +7,8 @@ use aqm::Time;
 
 use crate::packet::{Kind, Packet};
 use crate::tcp::Recovery;
-use crate::tcp::cc::CongestionControl;
-use crate::tcp::pacing;
+use crate::tcp::cc::{CaState, CongestionControl};
+use crate::tcp::{pacing, tso};
 use super::{Pending, Rexmit, Seg, State, TcpSender, EVER_RETRANS, LOST, RETRANS, SACKED};
 
 impl TcpSender {
@@ -78,6 +78,9 @@ impl TcpSender {
     /// `burst_segments` at their departure times (`tcp_pacing_check`). `probe`: a
     /// tail loss probe, one segment whatever cwnd.
     pub(super) fn write_xmit(&mut self, now: Time, out: &mut Vec<Packet>, probe: bool) -> u64 {
+        if self.gso() {
+            return self.write_xmit_gso(now, out, probe);
+        }
         let cwnd = self.cwnd_segments();
         let mut sent = 0;
         let mut is_cwnd_limited = false;
@@ -119,14 +122,98 @@ impl TcpSender {
                 break;
             }
         }
-        is_cwnd_limited |= self.pipe() >= cwnd;
+        self.after_write_xmit(now, cwnd, sent, is_cwnd_limited, probe);
+        sent
+    }
+
+    /// The end of `tcp_write_xmit`: congestion-window validation against the `cwnd`
+    /// the pass started with, and one loss probe per tail loss episode.
+    fn after_write_xmit(&mut self, now: Time, cwnd: u64, sent: u64, is_cwnd_limited: bool, probe: bool) {
+        let is_cwnd_limited = is_cwnd_limited || self.pipe() >= cwnd;
         if sent > 0 || is_cwnd_limited {
             self.cwnd_validate(now, is_cwnd_limited);
         }
         if sent > 0 && !probe {
-            // one loss probe per tail loss episode
             self.schedule_loss_probe(now, false);
         }
+    }
+
+    /// Linux `tcp_write_xmit` with GSO (`gso = "linux"`, `tcp/tso.rs`): one skb at a
+    /// time from the head of the write queue, at most `tcp_tso_segs` segments, half
+    /// of cwnd and what cwnd and the receiver's window leave (`tcp_cwnd_test`,
+    /// `tcp_mss_split_point`); an skb of several segments may wait for the next ACK
+    /// (`tcp_tso_should_defer`); a paced sender sends one skb per departure time.
+    /// `probe` (`push_one = 2`): one skb, even when cwnd is full, never deferred.
+    fn write_xmit_gso(&mut self, now: Time, out: &mut Vec<Packet>, probe: bool) -> u64 {
+        let cwnd = self.cwnd_segments();
+        let mss = self.cfg.mss.0 as u32;
+        self.max_window = self.max_window.max(self.rwnd_segments);
+        let goal = tso::size_goal(mss, self.max_window);
+        let max_segs = self.burst_segments();
+        let mut sent = 0;
+        let mut is_cwnd_limited = false;
+        loop {
+            if self.snd_nxt >= self.app_segments {
+                break;
+            }
+            if !probe {
+                if let Some(t) = self.pacer.wait(now) {
+                    self.pace_at = Some(t);
+                    break;
+                }
+            }
+            let skb = tso::WriteQueue::head(self.snd_nxt, self.app_segments, goal);
+            let pipe = self.pipe();
+            let mut quota = tso::cwnd_quota(cwnd, pipe);
+            if quota == 0 {
+                if probe {
+                    quota = 1;
+                } else {
+                    break;
+                }
+            }
+            // tcp_snd_wnd_test
+            let window_end = self.snd_una.saturating_add(self.rwnd_segments);
+            if self.snd_nxt >= window_end {
+                break;
+            }
+            if skb.segs() > 1 && !probe {
+                let check = tso::DeferCheck {
+                    now,
+                    recovering: matches!(self.ca_state, CaState::Recovery | CaState::Loss),
+                    wstamp: self.pacer.wstamp,
+                    cwnd,
+                    in_flight: pipe,
+                    send_win: window_end - self.snd_nxt,
+                    snd_wnd: self.rwnd_segments,
+                    mss,
+                    skb_segs: skb.segs(),
+                    skb_is_tail: skb.is_tail,
+                    max_segs,
+                    head_sent: (self.snd_una < self.snd_nxt).then(|| self.seg(self.snd_una).sent_at),
+                    srtt: self.rtt.srtt(),
+                };
+                if let tso::Defer::Wait { cwnd_limited, .. } = tso::should_defer(&check) {
+                    is_cwnd_limited |= cwnd_limited;
+                    break;
+                }
+            }
+            let n = tso::split_point(&skb, window_end - self.snd_nxt, quota.min(max_segs));
+            let mut bytes = 0;
+            for _ in 0..n {
+                let seq = self.snd_nxt;
+                bytes += self.payload(seq) as u64;
+                self.send_new(seq, now, out);
+            }
+            // __tcp_transmit_skb and tcp_update_skb_after_send: the departure time
+            // (the send time when unpaced) moves on per skb
+            self.pacer.on_burst_sent(now, n, bytes);
+            sent += n;
+            if probe {
+                break;
+            }
+        }
+        self.after_write_xmit(now, cwnd, sent, is_cwnd_limited, probe);
         sent
     }
 
@@ -163,6 +250,10 @@ impl TcpSender {
             self.rate_tx[(seq - self.snd_una) as usize] = tx;
         }
         self.event_data_sent(now);
+        if self.gso() && !self.pacer.on {
+            // every transmission sets tcp_wstamp_ns (the paced sender's callers move it)
+            self.pacer.wstamp = self.pacer.wstamp.max(now);
+        }
         let s = self.seg_mut(seq);
         let was = s.flags;
         s.flags |= EVER_RETRANS;
@@ -274,7 +365,7 @@ impl TcpSender {
         };
     }
 
-    /// The fewest segments of a paced burst (`min_tso_segs`).
+    /// The segments of a paced burst or GSO skb (`tcp_tso_segs`).
     fn burst_segments(&self) -> u64 {
         // Linux `tcp_tso_segs`: the controller's own burst size, or tcp_tso_autosize
         if let Some(segs) = self.cc.tso_segs() {
