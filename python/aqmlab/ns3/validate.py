@@ -80,6 +80,7 @@ ALIGN = (
     "flows.{i}.tcp.dsack=false",
     "flows.{i}.tcp.sack_compression=false",
     "flows.{i}.tcp.receive_buffer=\"unlimited\"",
+    "flows.{i}.tcp.gso=\"off\"",
     "flows.{i}.tcp.tick=\"0s\"",
 )
 ALIGN_NOTE = [
