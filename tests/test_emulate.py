@@ -426,6 +426,82 @@ def test_a_congestion_control_the_kernel_lacks_is_a_one_line_error(tmp_path):
     assert msg.startswith('flows[2].tcp.cc: the kernel has no "bbr" congestion control (it has: cubic, reno;') and "\n" not in msg
 
 
+def test_dctcp_without_the_bpf_build_tools_is_a_one_line_error(tmp_path, monkeypatch):
+    # a kernel without tcp_dctcp and a machine without clang/bpftool: the error names
+    # the field, what was tried, and what to install
+    from aqmlab.emulate import EmulationError, bpf_cc, check_kernel_cc
+
+    avail = tmp_path / "available"
+    avail.write_text("reno cubic\n")
+    monkeypatch.setattr(bpf_cc.shutil, "which", lambda tool: None)
+    with pytest.raises(EmulationError) as e:
+        check_kernel_cc([{"group": 1, "cc": "dctcp"}], str(avail))
+    msg = str(e.value)
+    assert msg.startswith('flows[1].tcp.cc: the kernel has no "dctcp" congestion control (it has: cubic, reno;'), msg
+    assert "its BPF port aqmlab_dctcp could not be loaded: no `clang` to build it (apt-get install clang" in msg
+    assert "\n" not in msg
+
+
+def test_offload_settings_are_checked():
+    from aqmlab.emulate import EmulationError, parse_offloads
+
+    assert parse_offloads(["gso=off", "gro=on"]) == {"gso": False, "gro": True}
+    assert parse_offloads({"tso": False}) == {"tso": False}
+    for bad, says in ((["lro=off"], 'unknown offload "lro"'), (["gso=no"], "gso=no: expected on or off"), (["gso"], "expected NAME=on")):
+        with pytest.raises(EmulationError, match=says):
+            parse_offloads(bad)
+
+
+@needs_emulation
+def test_offloads_are_set_and_one_the_device_cannot_have_is_a_one_line_error():
+    from aqmlab.emulate import EmulationError
+
+    r = emulate("madpie-proof", ["duration=2s", "flows.0.count=1"], offloads={"gro": False})
+    assert r.summary["emulation"]["offloads"]["receivers"]["gro"] is False
+    assert r.summary["emulation"]["offloads"]["senders"]["gro"] is False
+    assert r.summary["emulation"]["offloads"]["senders"]["gso"] is True
+    # TSO on a TUN device without a virtio-net header: accepted by the ioctl, kept off
+    with pytest.raises(EmulationError) as e:
+        emulate("madpie-proof", ["duration=2s"], offloads={"tso": True})
+    assert str(e.value).endswith("did not start: --offload tso=on: the TUN device keeps it off"), str(e.value)
+
+
+def _dctcp_or_skip() -> str:
+    """The kernel's DCTCP, or aqmlab's BPF port of it loaded now; skip (saying why)
+    where neither can be had."""
+    from aqmlab.emulate import EmulationError, check_kernel_cc
+
+    flows = [{"group": 0, "cc": "dctcp"}]
+    try:
+        check_kernel_cc(flows)
+    except EmulationError as e:
+        pytest.skip(f"no DCTCP on this kernel and its BPF port cannot be loaded here: {e}")
+    return flows[0]["cc"]
+
+
+@needs_emulation
+def test_dctcp_runs_on_the_kernel_with_dctcps_receiver_echo():
+    # Linux's DCTCP (or aqmlab's BPF port of tcp_dctcp.c where the kernel lacks it) on
+    # both ends: the receiver echoes CE by DCTCP's state machine (tcp_dctcp.h), so the
+    # sender's count of CE-echoed segments (TcpExt TCPDeliveredCE) equals the marks the
+    # bottleneck made. An RFC 3168 receiver would hold ECE until CWR, and the count would
+    # be several times the marks. DualPI2 with any_ect puts DCTCP's ECT(0) in the L queue.
+    cc = _dctcp_or_skip()
+    r = emulate(
+        "l4s-coexistence",
+        ["duration=4s", "metrics.warmup=1s", "bottleneck.rate=20Mbps", "bottleneck.aqm.any_ect=true",
+         'flows=[{ name = "dctcp", kind = "bulk", tcp = { cc = "dctcp" } }]'],
+    )
+    assert r.meta["emulated"]["kernel_cc"] == [cc]
+    b = r.summary["bottleneck"]
+    assert b["ecn"]["arrived"]["ect0"] > 1000 and b["ecn"]["arrived"]["not_ect"] == 0
+    marks = b["packets"]["marked"]
+    assert b["queues"]["l"]["step_marks"] > 20 and b["queues"]["c"]["enqueued"] == 0
+    echoed = r.summary["emulation"]["sender_tcp_counters"].get("TCPDeliveredCE", 0)
+    assert abs(echoed - marks) <= 2 + marks // 50, (echoed, marks)
+    assert b["drops"]["overflow"] == 0 and r.summary["classes"]["dctcp"]["goodput_mbps"] > 5
+
+
 CBR_SCENARIO = """
 name = "cbr"
 duration = "3s"

@@ -687,6 +687,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--no-report", action="store_true", help="skip report.html and the figures")
     e.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
     e.add_argument("--trace", default=None, metavar="FILE", help="a Mahimahi delivery trace (one time in ms per line) for the senders-to-receivers direction instead of bottleneck.rate")
+    e.add_argument("--offload", action="append", default=None, metavar="NAME=on|off", help="turn an offload of the TUN devices on or off (tso, gso, gro, sg), e.g. gro=off (repeatable)")
     e.add_argument("--cleanup", action="store_true", help="remove the namespaces, devices, processes and work folders of emulations that are over (killed runs), say what was removed, then exit")
     e.set_defaults(fn=cmd_emulate)
 

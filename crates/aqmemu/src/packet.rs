@@ -10,11 +10,11 @@ use aqmsim::packet::Kind;
 pub const BUF_SIZE: usize = 2048;
 
 /// Packet kinds, coded as the simulator's records code them ([`Kind`]).
-pub const KIND_DATA: u8 = Kind::Data as u8;
-pub const KIND_ACK: u8 = Kind::Ack as u8;
-pub const KIND_SYN: u8 = Kind::Syn as u8;
-pub const KIND_SYNACK: u8 = Kind::SynAck as u8;
-pub const KIND_UDP: u8 = Kind::Udp as u8;
+pub const KIND_DATA: u8 = Kind::Data.code();
+pub const KIND_ACK: u8 = Kind::Ack.code();
+pub const KIND_SYN: u8 = Kind::Syn.code();
+pub const KIND_SYNACK: u8 = Kind::SynAck.code();
+pub const KIND_UDP: u8 = Kind::Udp.code();
 
 /// A packet buffer with what the bottleneck parsed out of its headers on arrival.
 #[derive(Debug)]

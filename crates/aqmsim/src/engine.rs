@@ -190,16 +190,14 @@ impl<E: Packed> Engine<E> {
             let s = &mut self.slots;
             if s.apart {
                 if s.stale {
-                    let (mut best, mut at) = (u128::MAX, 0);
-                    for (i, &d) in s.due.iter().enumerate() {
-                        if d != u64::MAX {
-                            let k = ((d as u128) << 64) | ((s.ev[i] as u128) << 32);
-                            if k < best {
-                                (best, at) = (k, i);
-                            }
+                    // the earliest (time, event), compared as two words
+                    let (mut bd, mut be, mut at) = (u64::MAX, u32::MAX, 0);
+                    for (i, (&d, &e)) in s.due.iter().zip(&s.ev).enumerate() {
+                        if d < bd || (d == bd && e < be) {
+                            (bd, be, at) = (d, e, i);
                         }
                     }
-                    s.min_key = best;
+                    s.min_key = if bd == u64::MAX { u128::MAX } else { ((bd as u128) << 64) | ((be as u128) << 32) };
                     s.min_slot = at;
                     s.stale = false;
                 }

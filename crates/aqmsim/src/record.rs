@@ -481,7 +481,7 @@ pub trait Logged {
 impl Logged for crate::packet::Packet {
     #[inline]
     fn logged(&self) -> (u32, u64, u8, u32) {
-        (self.flow, self.uid, self.kind as u8, self.size)
+        (self.flow, self.uid, self.kind.code(), self.size)
     }
     #[inline]
     fn forward(&self) -> bool {
@@ -543,7 +543,7 @@ impl Recorder {
     pub fn sent(&mut self, p: &crate::packet::Packet) {
         self.cons.created += 1;
         if p.kind.is_forward() {
-            self.flow_ecn_sent[p.flow as usize][p.ecn.index()] += 1;
+            self.flow_ecn_sent[p.flow as usize][p.ecn().index()] += 1;
         }
     }
 
@@ -552,7 +552,7 @@ impl Recorder {
     pub fn received(&mut self, p: &crate::packet::Packet) {
         self.cons.delivered += 1;
         if p.kind.is_forward() {
-            self.flow_ecn_received[p.flow as usize][p.ecn.index()] += 1;
+            self.flow_ecn_received[p.flow as usize][p.ecn().index()] += 1;
         }
     }
 

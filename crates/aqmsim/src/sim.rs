@@ -426,14 +426,17 @@ impl World {
         let conn = self.flows[fi].ep.connection();
         let [sender, receiver] = self.flows[fi].hosts;
         let k = eng.key_of(v);
-        for mut p in self.out.drain(..) {
+        // stamped in place and passed down by reference: the packet is copied once,
+        // where the network keeps it
+        for p in self.out.iter_mut() {
             p.uid = self.next_uid;
             self.next_uid += 1;
             p.conn = conn;
             (p.src_host, p.dst_host) = if p.kind.is_forward() { (sender, receiver) } else { (receiver, sender) };
-            self.rec.sent(&p);
+            self.rec.sent(p);
             self.net.send(p, k, eng, &mut self.rec);
         }
+        self.out.clear();
     }
 
     /// Schedule the application events an endpoint hook asked for.

@@ -56,8 +56,8 @@ impl Pair {
 
     fn put(&mut self, out: Vec<Packet>) {
         for mut p in out {
-            if p.kind == Kind::Data && !p.retx() && p.ecn.is_ect() && self.ce.contains(&p.seq) {
-                p.ecn = aqmsim::aqm::Ecn::Ce;
+            if p.kind == Kind::Data && !p.retx() && p.ecn().is_ect() && self.ce.contains(&p.seq) {
+                p.set_ecn(aqmsim::aqm::Ecn::Ce);
             }
             let extra = (self.delay)(&p, self.now);
             let at = if p.kind.is_forward() {

@@ -44,7 +44,7 @@ import numpy as np
 from .. import _core
 from ..results import RunResult
 from ..scenario import ScenarioLike, source
-from . import netns
+from . import bpf_cc, netns
 from .netns import EmulationError, Names
 
 __all__ = ["emulate", "Cbr", "EmulationError", "cleanup_all", "leftovers"]
@@ -105,8 +105,9 @@ def _plan_flows(
 
 def check_kernel_cc(flows: list[dict[str, Any]], path: str = AVAILABLE_CC) -> None:
     """Every congestion control the plan's TCP flows use (Linux names, from
-    `aqmemu::plan::kernel_cc`) is in the kernel, or loads with `modprobe tcp_NAME`;
-    else a one-line error naming the field."""
+    `aqmemu::plan::kernel_cc`) is in the kernel, or loads with `modprobe tcp_NAME`,
+    or (`dctcp`) as aqmlab's BPF port (`bpf_cc`), which then replaces the name in
+    `flows`; else a one-line error naming the field."""
 
     def available() -> set[str]:
         try:
@@ -115,8 +116,12 @@ def check_kernel_cc(flows: list[dict[str, Any]], path: str = AVAILABLE_CC) -> No
             return set()
 
     have = available()
+    ported: dict[str, str] = {}
     for f in flows:
         want = f.get("cc")
+        if want in ported:
+            f["cc"] = ported[want]
+            continue
         if want is None or want in have:
             continue
         tried = "no modprobe to load tcp_" + want
@@ -126,7 +131,34 @@ def check_kernel_cc(flows: list[dict[str, Any]], path: str = AVAILABLE_CC) -> No
             if want in have:
                 continue
             tried = f"modprobe tcp_{want} failed: " + ((r.stderr.strip().splitlines() or [f"exit code {r.returncode}"])[-1])
+        port = bpf_cc.port_of(want)
+        if port is not None:
+            try:
+                f["cc"] = ported[want] = bpf_cc.ensure(want, have)
+                continue
+            except bpf_cc.BpfUnavailable as e:
+                tried += f"; its BPF port {port} could not be loaded: {e}"
         raise EmulationError(f"flows[{f['group']}].tcp.cc: the kernel has no \"{want}\" congestion control (it has: {', '.join(sorted(have)) or 'none listed'}; {tried})")
+
+
+OFFLOADS = ("tso", "gso", "gro", "sg")
+
+
+def parse_offloads(spec: dict[str, bool] | Sequence[str]) -> dict[str, bool]:
+    """`{"gso": False}`, or the CLI's ["gso=off", ...]: checked, one-line errors."""
+    items = spec.items() if isinstance(spec, dict) else [tuple(x.split("=", 1)) if "=" in x else (x, None) for x in spec]
+    out: dict[str, bool] = {}
+    for name, v in items:
+        if name not in OFFLOADS:
+            raise EmulationError(f"--offload: unknown offload \"{name}\" (expected one of: {', '.join(OFFLOADS)})")
+        if isinstance(v, str):
+            if v not in ("on", "off"):
+                raise EmulationError(f"--offload: {name}={v}: expected on or off")
+            v = v == "on"
+        if not isinstance(v, bool):
+            raise EmulationError(f"--offload: {name}: expected NAME=on or NAME=off")
+        out[name] = v
+    return out
 
 
 def read_trace(path: str | os.PathLike[str]) -> list[int]:
@@ -215,12 +247,16 @@ def emulate(
     run_id: str | None = None,
     scenario_flows: bool = True,
     trace: str | os.PathLike[str] | None = None,
+    offloads: dict[str, bool] | None = None,
 ) -> RunResult:
     """Run `scenario` on real traffic and return its results (nothing is written).
 
     `cbr` adds constant-bit-rate UDP flows; `scenario_flows=False` leaves out the
-    scenario's own flow groups (the accuracy tests measure the bottleneck with CBR only)."""
+    scenario's own flow groups (the accuracy tests measure the bottleneck with CBR only);
+    `offloads` turns the TUN devices' offloads on or off ({"gso": False}; Linux's TCP
+    builds multi-segment skbs whatever the device says, segmented in software)."""
     netns.preflight()
+    offloads = parse_offloads(offloads or {})
     trace_ms = read_trace(trace) if trace is not None else None
     src = source(scenario)
     overrides = list(overrides)
@@ -241,7 +277,7 @@ def emulate(
         guard = None
         try:
             guard = _start_guard(work, names.run_id)
-            return _run(names, work, src, overrides, seed, sc, flows, groups, trace_ms, progress)
+            return _run(names, work, src, overrides, seed, sc, flows, groups, trace_ms, progress, offloads)
         finally:
             with interrupts.deferred():  # a first signal does not cut the cleanup short
                 netns.remove_run(names, work)
@@ -249,7 +285,7 @@ def emulate(
 
 
 def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc: dict[str, Any], flows: list[dict[str, Any]],
-         groups: list[dict[str, Any]], trace_ms: list[int] | None, progress: Any) -> RunResult:
+         groups: list[dict[str, Any]], trace_ms: list[int] | None, progress: Any, offloads: dict[str, bool] | None = None) -> RunResult:
     tcp_groups = [g for g in sc["flows"] if g["kind"] != "cbr"]
     ecn = any(g["tcp"]["ecn"] for g in tcp_groups)
     ssai = {bool(g["tcp"]["slow_start_after_idle"]) for g in tcp_groups}
@@ -290,7 +326,15 @@ def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc
             if b.poll() is not None:
                 raise EmulationError(f"the bottleneck process died (exit code {b.poll()}); the run is lost") from None
             raise
+        # the receivers run each flow's congestion control too (DCTCP's CE echo is
+        # the receiving socket's, tcp_dctcp.h): one listener per congestion control
+        # of the bulk flows, on PORT, PORT + 1, ...
+        listen = sorted({f["cc"] for f in flows if f["app"] == "bulk"})
+        for f in flows:
+            if f["app"] == "bulk":
+                f["dport"] = PORT + listen.index(f["cc"])
         plan = {
+            "listen": [[PORT + k, cc] for k, cc in enumerate(listen)],
             "duration_ns": duration_ns,
             "interval_ns": interval_ns,
             "dst": netns.RCV_ADDR,
@@ -303,15 +347,19 @@ def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc
             # each side's TUN device, whose offloads the programs report
             "dev_send": names.tun_snd,
             "dev_recv": names.tun_rcv,
+            # offloads to turn on or off on both devices before any socket exists
+            "set_offloads": offloads or {},
         }
         plan_path = work / "plan.json"
         plan_path.write_text(json.dumps(plan))
         r = procs["recv"] = _spawn(["-m", "aqmlab.emulate._traffic", "recv", str(plan_path)], ns=names.ns_rcv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        if _readline(r, 15.0) != "ready":
-            raise EmulationError("the receiver program did not start")
+        line = _readline(r, 15.0)
+        if line != "ready":
+            raise EmulationError("the receiver program did not start" + (f": {line}" if line else ""))
         snd = procs["send"] = _spawn(["-m", "aqmlab.emulate._traffic", "send", str(plan_path)], ns=names.ns_snd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        if _readline(snd, 15.0) != "ready":
-            raise EmulationError("the sender program did not start")
+        line = _readline(snd, 15.0)
+        if line != "ready":
+            raise EmulationError("the sender program did not start" + (f": {line}" if line else ""))
         # everything is up: the run starts shortly, at the same instant for all three
         t0 = time.monotonic_ns() + LEAD_NS
         for p, line in ((b, f"start {t0} {duration_ns}"), (r, f"go {t0}"), (snd, f"go {t0}")):
@@ -351,6 +399,9 @@ def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc
             "stalls": len(em["stalls_ns"]),
             # the senders' namespace's non-zero TcpExt counters (HyStart, RACK, TLP, ...)
             "sender_tcp_counters": send.get("counters", {}),
+            # the receivers' (delayed and stretched ACKs: TCPDelayedACKs,
+            # TCPBacklogCoalesce, TCPDelayedACKLocked, ...)
+            "receiver_tcp_counters": recv.get("counters", {}),
             # over all TCP flows (tcp_info): seconds busy sending, and of those limited
             # by the receiver's window or by the send buffer
             "sender_limits_s": {
@@ -527,6 +578,7 @@ def cli_run(a: Any, headline_table: Any, err: Any, console: Any, progress_runner
         check_kernel_cc(_plan_flows(src, a.set, a.seed, resolved, ())[0])
         if a.trace:
             read_trace(a.trace)
+        offloads = parse_offloads(a.offload or [])
     except (_core.ScenarioError, EmulationError) as e:
         return err(str(e))
     if a.out:
@@ -553,7 +605,7 @@ def cli_run(a: Any, headline_table: Any, err: Any, console: Any, progress_runner
     interrupts.note(f"namespaces, processes and temporary files removed; nothing written to {out}")
     try:
         with progress_runner(f"{resolved['name']} (emulated)", show_bar) as cb:
-            r = emulate(a.scenario, a.set, a.seed, progress=cb, trace=a.trace)
+            r = emulate(a.scenario, a.set, a.seed, progress=cb, trace=a.trace, offloads=offloads)
         r.write(out, report=not a.no_report)
     except EmulationError as e:
         return err(str(e), 1)

@@ -126,6 +126,32 @@ def offloads(dev: str) -> dict[str, bool | None]:
     return out
 
 
+# the legacy ethtool set commands (ETHTOOL_STSO, _SGSO, _SGRO, _SSG)
+ETHTOOL_SETS = {"tso": 0x1F, "gso": 0x24, "gro": 0x2C, "sg": 0x19}
+
+
+def set_offloads(dev: str, want: dict[str, bool]) -> None:
+    """Turn offloads of the device `dev` (in this process's namespace) on or off,
+    as `ethtool -K DEV gso off` does (SIOCETHTOOL). One a device cannot change:
+    say so on stdout (the parent shows the line) and exit."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for name, on in want.items():
+            val = ctypes.create_string_buffer(struct.pack("II", ETHTOOL_SETS[name], int(on)), 8)
+            ifreq = struct.pack("16sP", dev.encode()[:15], ctypes.addressof(val))
+            try:
+                fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifreq)
+            except OSError as e:
+                print(f"--offload {name}={'on' if on else 'off'}: the TUN device refuses it ({e.strerror})", flush=True)
+                sys.exit(4)
+    # a feature the device cannot have is accepted and stays as it was (TSO on a TUN
+    # device without a virtio-net header): read back
+    now = offloads(dev)
+    for name, on in want.items():
+        if now.get(name) != on:
+            print(f"--offload {name}={'on' if on else 'off'}: the TUN device keeps it {'on' if now.get(name) else 'off'}", flush=True)
+            sys.exit(4)
+
+
 def congestion_control(sock: socket.socket) -> str:
     """The congestion control the kernel runs on this socket."""
     return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0", 1)[0].decode()
@@ -176,6 +202,8 @@ def connect_from(port: int, dst: tuple[str, int], cc: str | None, until_ns: int)
 
 
 def recv_main(plan: dict[str, Any], out: str) -> None:
+    if plan.get("set_offloads") and plan.get("dev_recv"):
+        set_offloads(plan["dev_recv"], plan["set_offloads"])
     interval, base = plan["interval_ns"], plan["base_port"]
     flows = plan["flows"]
     n = len(flows)
@@ -188,12 +216,18 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
     errors: list[str] = []
     rows: list[tuple[int, int, int]] = []
     sel = selectors.DefaultSelector()
-    lt = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    lt.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lt.bind(("0.0.0.0", plan["port"]))
-    lt.listen(256)
-    lt.setblocking(False)
-    sel.register(lt, selectors.EVENT_READ, "listen")
+    # one listener per congestion control of the bulk flows (accepted sockets
+    # inherit it: the receiver's side of DCTCP echoes CE by its own state machine)
+    listen = plan.get("listen", [[plan["port"], None]])
+    for port, cc in listen:
+        lt = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        lt.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if cc:
+            lt.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        lt.bind(("0.0.0.0", port))
+        lt.listen(256)
+        lt.setblocking(False)
+        sel.register(lt, selectors.EVENT_READ, "listen")
     us = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     us.bind(("0.0.0.0", plan["port"]))
     us.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
@@ -220,7 +254,7 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
                 sleep_until(at)
                 req = now_ns()
                 if s is None:
-                    s = connect_from(base + i, dst, None, min(end, req + 1_000_000_000))
+                    s = connect_from(base + i, dst, f["cc"], min(end, req + 1_000_000_000))
                     s.settimeout(0.1)
                     conn += 1
                 s.sendall(REQUEST.pack(k, size))
@@ -274,14 +308,14 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
             k += 1
         # after the end, drain until the senders have closed (counting nothing), so
         # that no sender sees its connection reset
-        if t >= end and (len(sel.get_map()) <= 2 or t >= end + 2_000_000_000):
+        if t >= end and (len(sel.get_map()) <= 1 + len(listen) or t >= end + 2_000_000_000):
             break
         timeout = max(0.0, min(t0 + k * interval, end) - t) / 1e9 if t < end else 0.05
         for key, _ in sel.select(timeout):
             what = key.data
             if what == "listen":
                 try:
-                    c, (_, port) = lt.accept()
+                    c, (_, port) = key.fileobj.accept()  # type: ignore[union-attr]
                 except BlockingIOError:
                     continue
                 c.setblocking(False)
@@ -327,6 +361,7 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
                 "datagrams": datagrams,
                 "transfers": transfers,
                 "errors": errors,
+                "counters": tcp_counters(),
                 "offloads": offloads(plan["dev_recv"]) if plan.get("dev_recv") else {},
             },
             fh,
@@ -362,6 +397,8 @@ class _Totals:
 
 
 def send_main(plan: dict[str, Any], out: str) -> None:
+    if plan.get("set_offloads") and plan.get("dev_send"):
+        set_offloads(plan["dev_send"], plan["set_offloads"])
     base = plan["base_port"]
     flows = plan["flows"]
     socks: dict[int, socket.socket] = {}
@@ -387,9 +424,8 @@ def send_main(plan: dict[str, Any], out: str) -> None:
     wait_for_go(plan)
     t0, end = plan["t0_ns"], plan["t0_ns"] + plan["duration_ns"]
     interval = plan["interval_ns"]
-    dst = (plan["dst"], plan["port"])
-
     def bulk(i: int, f: dict[str, Any]) -> None:
+        dst = (plan["dst"], f.get("dport", plan["port"]))
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, f["cc"].encode())
@@ -419,6 +455,7 @@ def send_main(plan: dict[str, Any], out: str) -> None:
             final[i] = {**info, "cc": congestion_control(s)}
 
     def cbr(i: int, f: dict[str, Any]) -> None:
+        dst = (plan["dst"], plan["port"])
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.bind(("0.0.0.0", base + i))
         if f.get("ecn"):

@@ -53,7 +53,7 @@ pub fn datagram(flow: u32, seq: u64, size: u32, ecn: bool, now: Time) -> Packet 
     p.seq = seq;
     p.payload = size - UDP_HEADER;
     if ecn {
-        p.ecn = Ecn::Ect0;
+        p.set_ecn(Ecn::Ect0);
     }
     p
 }
@@ -85,11 +85,21 @@ pub struct Cbr {
     /// Datagrams sent so far (the next one's number).
     pub sent: u64,
     pub sink: DatagramSink,
+    /// `send_time(sent) - start` in ns, kept by whole steps and remainders instead of
+    /// a 128-bit division per datagram: with `a = size * 8e9` and `b = rate_bps`,
+    /// floor((k + 1) a / b) = floor(k a / b) + floor(a / b) + carry, the carry 1 when
+    /// the remainders (k a mod b) + (a mod b) reach b.
+    offset_ns: u64,
+    offset_rem: u64,
+    step_ns: u64,
+    step_rem: u64,
 }
 
 impl Cbr {
     pub fn new(size: u32, rate_bps: u64, ecn: bool, start: Time, stop: Time) -> Cbr {
-        Cbr { size, rate_bps, ecn, start, stop, sent: 0, sink: DatagramSink::default() }
+        let a = size as u64 * 8_000_000_000;
+        let (step_ns, step_rem) = (a / rate_bps, a % rate_bps);
+        Cbr { size, rate_bps, ecn, start, stop, sent: 0, sink: DatagramSink::default(), offset_ns: 0, offset_rem: 0, step_ns, step_rem }
     }
 
     /// When datagram `k` leaves: exact to the nanosecond (floored) for every k.
@@ -102,7 +112,14 @@ impl Cbr {
     pub fn emit(&mut self, flow: u32, now: Time) -> (Packet, Option<Time>) {
         let p = datagram(flow, self.sent, self.size, self.ecn, now);
         self.sent += 1;
-        let next = self.send_time(self.sent);
+        self.offset_ns += self.step_ns;
+        self.offset_rem += self.step_rem;
+        if self.offset_rem >= self.rate_bps {
+            self.offset_rem -= self.rate_bps;
+            self.offset_ns += 1;
+        }
+        let next = self.start + aqm::Duration::from_nanos(self.offset_ns);
+        debug_assert_eq!(next, self.send_time(self.sent));
         (p, (next < self.stop).then_some(next))
     }
 
@@ -159,7 +176,7 @@ impl DatagramSink {
             r.seq.push(p.seq);
             r.size.push(p.size);
             r.delay_ns.push(cx.now.saturating_since(p.sent_at).as_nanos());
-            r.ce.push(p.ecn == Ecn::Ce);
+            r.ce.push(p.ecn() == Ecn::Ce);
         }
     }
     /// The flow's row of the flow series, `sent` datagrams sent so far.
@@ -238,6 +255,20 @@ mod tests {
             let g = (w[1] - w[0]).as_nanos();
             assert!(g == 20_045_977 || g == 20_045_978, "{g}");
         }
+    }
+
+    #[test]
+    fn the_incremental_send_times_are_the_exact_ones_for_any_size_and_rate() {
+        use proptest::prelude::*;
+        proptest!(|(size in 29u32..=65_535, rate in 1u64..=100_000_000_000, n in 1usize..3_000)| {
+            let mut c = Cbr::new(size, rate, false, Time::from_millis(3), Time::MAX);
+            for k in 1..=n as u64 {
+                let (_, next) = c.emit(0, Time::ZERO);
+                // floor(k * size * 8e9 / rate), computed in 128 bits
+                let want = 3_000_000u128 + k as u128 * size as u128 * 8_000_000_000 / rate as u128;
+                prop_assert_eq!(next.map(|t| t.as_nanos() as u128), Some(want));
+            }
+        });
     }
 
     #[test]

@@ -137,7 +137,7 @@ impl Observe<Packet> for Obs<'_> {
     type Info = (u32, u64, u8, u32);
     #[inline]
     fn info(&self, p: &Packet) -> Self::Info {
-        (p.flow, p.uid, p.kind as u8, p.size)
+        (p.flow, p.uid, p.kind.code(), p.size)
     }
     #[inline]
     fn enqueued(&mut self, t: Time, p: Self::Info, q: &aqm::Qdisc<Packet>, marked: Option<Cause>) {
@@ -261,18 +261,18 @@ impl Network {
     /// The hop `p` is at on its route: the link, and what follows it.
     #[inline]
     fn hop(&self, p: &Packet) -> (u16, Next) {
-        self.hops[(self.flow_route[p.flow as usize][!p.kind.is_forward() as usize] + p.hop as u32) as usize]
+        self.hops[p.hop as usize]
     }
 
     /// A host sends `p` during the event of key `k`: it enters its first link, after
     /// the flow's own delay line if it has one.
-    pub fn send<E: NetEvents>(&mut self, mut p: Packet, k: Key, eng: &mut Engine<E>, rec: &mut Recorder) {
-        p.hop = 0;
+    pub fn send<E: NetEvents>(&mut self, p: &mut Packet, k: Key, eng: &mut Engine<E>, rec: &mut Recorder) {
+        p.hop = self.flow_route[p.flow as usize][!p.kind.is_forward() as usize];
         let now = key_time(k);
         let line = &mut self.lines[p.flow as usize];
         if !line.extra.is_zero() {
             let at = now + line.extra;
-            line.q.push_back((at, p));
+            line.q.push_back((at, *p));
             if line.q.len() == 1 {
                 eng.schedule(at, E::line(p.flow));
             }
@@ -284,20 +284,20 @@ impl Network {
     /// Flow `f`'s delay line is due at `k`: its packets enter their first link.
     pub fn on_line<E: NetEvents>(&mut self, f: u32, k: Key, eng: &mut Engine<E>, rec: &mut Recorder) {
         let now = key_time(k);
-        while let Some(&(t, p)) = self.lines[f as usize].q.front() {
+        while let Some(&(t, _)) = self.lines[f as usize].q.front() {
             if t > now {
                 eng.schedule(t, E::line(f));
                 break;
             }
-            self.lines[f as usize].q.pop_front();
-            self.enter(p, now, k, eng, rec);
+            let (_, mut p) = self.lines[f as usize].q.pop_front().expect("a head");
+            self.enter(&mut p, now, k, eng, rec);
         }
     }
 
     /// `p` reaches the link of its hop `p.hop` at `at` (a host's packet: in the event
     /// of key `k`).
-    fn enter<E: NetEvents>(&mut self, p: Packet, at: Time, k: Key, eng: &mut Engine<E>, rec: &mut Recorder) {
-        let l = self.hop(&p).0;
+    fn enter<E: NetEvents>(&mut self, p: &mut Packet, at: Time, k: Key, eng: &mut Engine<E>, rec: &mut Recorder) {
+        let l = self.hop(p).0;
         if self.direct[l as usize] {
             self.book(l, p, at, eng, rec);
             return;
@@ -311,7 +311,7 @@ impl Network {
         let mut out = std::mem::take(&mut self.out);
         let link = &mut self.links[l as usize];
         let mut obs = Obs { rec, link: l, rate_bps: link.rate().bps() };
-        link.enqueue(p, at, &mut obs, &mut out);
+        link.enqueue(*p, at, &mut obs, &mut out);
         self.route_out(l, &mut out, eng, rec);
         self.out = out;
         self.refresh_wake(l, eng);
@@ -319,8 +319,8 @@ impl Network {
 
     /// Book `p` through eager link `l`, where it arrives at `at`, and on.
     #[inline]
-    fn book<E: NetEvents>(&mut self, l: u16, p: Packet, at: Time, eng: &mut Engine<E>, rec: &mut Recorder) {
-        if let Some(due) = self.book_one(l, &p, at, eng.now(), rec) {
+    fn book<E: NetEvents>(&mut self, l: u16, p: &mut Packet, at: Time, eng: &mut Engine<E>, rec: &mut Recorder) {
+        if let Some(due) = self.book_one(l, p, at, eng.now(), rec) {
             self.emit(l, p, due, eng, rec);
         }
     }
@@ -334,7 +334,7 @@ impl Network {
             // keeps the book short; an arrival from an input pipe may lie before now
             link.settle(Time::from_nanos(now.min(at).as_nanos().saturating_sub(1)));
         }
-        match link.book(at, p.size, p.ecn) {
+        match link.book(at, p.size, p.ecn()) {
             Ok((start, end)) => {
                 rec.booked(l, p.flow, start, start.saturating_since(at));
                 Some(end + link.delay())
@@ -348,11 +348,12 @@ impl Network {
     }
 
     /// `p` left link `l` (its hop `p.hop`) and reaches the next hop at `due`: booked
-    /// through the eager links that follow, then into a pipe.
+    /// through the eager links that follow, then into a pipe. The packet is copied
+    /// once, into the pipe it ends in.
     #[inline]
-    fn emit<E: NetEvents>(&mut self, mut l: u16, mut p: Packet, mut due: Time, eng: &mut Engine<E>, rec: &mut Recorder) {
+    fn emit<E: NetEvents>(&mut self, mut l: u16, p: &mut Packet, mut due: Time, eng: &mut Engine<E>, rec: &mut Recorder) {
         loop {
-            let next = self.hop(&p).1;
+            let next = self.hop(p).1;
             match next {
                 Next::Book(m) => {
                     if due > self.end {
@@ -361,14 +362,14 @@ impl Network {
                         return;
                     }
                     p.hop += 1;
-                    match self.book_one(m, &p, due, eng.now(), rec) {
+                    match self.book_one(m, p, due, eng.now(), rec) {
                         Some(d) => (l, due) = (m, d),
                         None => return,
                     }
                 }
                 Next::Pipe(pp, m) => {
                     p.hop += 1;
-                    self.pipes[pp as usize].q.push_back((due, p));
+                    self.pipes[pp as usize].q.push_back((due, *p));
                     let w = due + self.links[m as usize].delay();
                     if w < self.wake[m as usize] {
                         self.wake[m as usize] = w;
@@ -379,7 +380,7 @@ impl Network {
                 Next::Deliver(pp) => {
                     let q = &mut self.pipes[pp as usize].q;
                     debug_assert!(q.back().is_none_or(|b| b.0 <= due), "a pipe stays in time order");
-                    q.push_back((due, p));
+                    q.push_back((due, *p));
                     if q.len() == 1 {
                         eng.set_slot(self.deliver_slot[l as usize], Some(due));
                     }
@@ -396,9 +397,10 @@ impl Network {
             return;
         }
         let delay = self.links[l as usize].delay();
-        for s in out.drain(..) {
-            self.emit(l, s.pkt, s.end + delay, eng, rec);
+        for s in out.iter_mut() {
+            self.emit(l, &mut s.pkt, s.end + delay, eng, rec);
         }
+        out.clear();
     }
 
     /// Run lazy link `l`'s operations and arrivals of keys below `bound`.
@@ -414,9 +416,9 @@ impl Network {
                 break;
             }
             if op == u128::MAX && self.links[l as usize].is_eager() {
-                let (t, p) = self.pipes[ip as usize].q.pop_front().expect("an input");
+                let (t, mut p) = self.pipes[ip as usize].q.pop_front().expect("an input");
                 head = self.input_head(l);
-                self.book(l, p, t, eng, rec);
+                self.book(l, &mut p, t, eng, rec);
                 continue;
             }
             let link = &mut self.links[l as usize];

@@ -183,7 +183,7 @@ pub fn write_record(out: &mut Vec<u8>, t: Time, p: &Packet, tcp: Option<FlowTcp>
                 let (ack, f) = if p.kind == Kind::Syn { (0, 0x02) } else { (1, 0x12) };
                 (0u32, ack, f, 0xffff, 0)
             }
-            Kind::Udp => unreachable!(),
+            _ => unreachable!("only TCP packets get a TCP header"),
         };
         // ECE and CWR as the packet carries them (under AccECN, with AE, the ACE field
         // of ACKs, SYNs and SYN-ACKs: RFC 9768 §3.2.1)
@@ -208,7 +208,7 @@ pub fn write_record(out: &mut Vec<u8>, t: Time, p: &Packet, tcp: Option<FlowTcp>
     let total = 20 + l4_len + payload as usize;
     let ip = &mut h[..20];
     ip[0] = 0x45;
-    ip[1] = match p.ecn {
+    ip[1] = match p.ecn() {
         Ecn::NotEct => 0,
         Ecn::Ect1 => 1,
         Ecn::Ect0 => 2,
@@ -269,7 +269,8 @@ mod tests {
     fn a_ce_marked_data_segment_has_its_flow_s_ports_bytes_and_ecn() {
         // flow 3, connection 2 of 10 flows: port 1024 + 3 + 20; segment 5 of 1000 B
         let mut p = Packet::new(70_000, 3, Kind::Data, 1040, Time::ZERO);
-        (p.seq, p.payload, p.conn, p.src_host, p.dst_host, p.ecn) = (5, 1000, 2, 0, 1, Ecn::Ce);
+        (p.seq, p.payload, p.conn, p.src_host, p.dst_host) = (5, 1000, 2, 0, 1);
+        p.set_ecn(Ecn::Ce);
         p.set_flag(Packet::CWR, true);
         let r = record(&p, TCP);
         // record header: 3 s + 123 ns, 40 bytes captured of 1040
@@ -319,7 +320,7 @@ mod tests {
     #[test]
     fn an_ecn_setup_syn_and_a_udp_datagram() {
         let mut syn = Packet::new(0, 0, Kind::Syn, 40, Time::ZERO);
-        syn.ecn = Ecn::NotEct;
+        syn.set_ecn(Ecn::NotEct);
         syn.set_ace(0b011); // as the sender sets an ECN-setup SYN: ECE and CWR
         let r = record(&syn, TCP);
         let tcp = &r[36..];
@@ -334,7 +335,8 @@ mod tests {
         assert_eq!((tcp[12] & 1, tcp[13]), (1, 0x90));
         // a 200-byte CBR datagram: 28 bytes of headers captured
         let mut d = Packet::new(9, 4, Kind::Udp, 200, Time::ZERO);
-        (d.payload, d.ecn) = (172, Ecn::Ect0);
+        d.payload = 172;
+        d.set_ecn(Ecn::Ect0);
         let r = record(&d, None);
         assert_eq!((u32::from_le_bytes(r[8..12].try_into().unwrap()), u32::from_le_bytes(r[12..16].try_into().unwrap())), (28, 200));
         let ip = &r[16..36];

@@ -259,7 +259,7 @@ impl TcpReceiver {
                 // echoes the SYN's IP-ECN field (Table 2: Not-ECT 0b010, ECT(1)
                 // 0b011, ECT(0) 0b100, CE 0b110); otherwise ECE alone (0b001).
                 if self.mode == EcnMode::AccEcn && p.ace() == 0b111 {
-                    sa.set_ace(match p.ecn {
+                    sa.set_ace(match p.ecn() {
                         aqm::Ecn::NotEct => 0b010,
                         aqm::Ecn::Ect1 => 0b011,
                         aqm::Ecn::Ect0 => 0b100,
@@ -401,8 +401,8 @@ impl TcpReceiver {
         if !self.ecn {
             return;
         }
-        if p.ecn != aqm::Ecn::NotEct && self.dctcp {
-            let ce = p.ecn == aqm::Ecn::Ce;
+        if p.ecn() != aqm::Ecn::NotEct && self.dctcp {
+            let ce = p.ecn() == aqm::Ecn::Ce;
             if ce != self.dctcp_ce {
                 if self.delack_deadline.is_some() {
                     self.ece = self.dctcp_ce;
@@ -413,7 +413,7 @@ impl TcpReceiver {
             self.dctcp_ce = ce;
             self.ece = ce;
         }
-        match p.ecn {
+        match p.ecn() {
             aqm::Ecn::NotEct => {
                 // a Not-ECT segment after ECT ones is likely a retransmission
                 if self.ecn_seen {
@@ -454,12 +454,12 @@ impl TcpReceiver {
             // RFC 9768 §3.2.2.5 (Linux `tcp_ecn_received_counters`): count CE-marked
             // segments; ACK at once on any change of the IP-ECN field, or when 6
             // marks wait to be echoed
-            if p.ecn == aqm::Ecn::Ce {
+            if p.ecn() == aqm::Ecn::Ce {
                 self.received_ce += 1;
                 self.ce_pending += 1;
             }
-            if p.ecn != self.prev_ecn {
-                self.prev_ecn = p.ecn;
+            if p.ecn() != self.prev_ecn {
+                self.prev_ecn = p.ecn();
                 self.ack_now = true;
             }
             self.ack_now |= self.ce_pending >= ACE_MAX_DELTA;
@@ -772,7 +772,7 @@ impl TcpReceiver {
         } else {
             a.set_flag(Packet::ECE, self.ece);
         }
-        a.ecn = self.ack_ecn;
+        a.set_ecn(self.ack_ecn);
         // RFC 7323 §4.3 (3): TSecr = TS.Recent
         a.ts_echo = self.ts_recent;
         // Linux tcp_dec_quickack_mode: each ACK sent for arriving data uses one
@@ -1089,7 +1089,7 @@ mod tests {
 
     fn marked(seq: u64, ecn: aqm::Ecn) -> Packet {
         let mut p = data(seq);
-        p.ecn = ecn;
+        p.set_ecn(ecn);
         p
     }
 
@@ -1120,7 +1120,7 @@ mod tests {
         r.on_packet(&cwr, Time::ZERO, &mut out);
         assert_eq!(acks(&out)[4..], [(6, true)]);
         // ACKs of a DCTCP receiver are ECN-capable (Linux: the controller needs ECN)
-        assert!(out.iter().all(|a| a.ecn == ect));
+        assert!(out.iter().all(|a| a.ecn() == ect));
     }
 
     #[test]

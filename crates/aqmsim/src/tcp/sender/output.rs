@@ -32,7 +32,7 @@ impl TcpSender {
         // under AccECN (every segment ECN-capable, Linux `tcp_ecn_send`) or with a
         // controller that needs ECN (DCTCP, Prague: `tcp_ca_needs_ecn`).
         if self.ecn_ok && (!retx || self.accecn || self.cfg.cc.needs_ecn()) {
-            p.ecn = self.ect;
+            p.set_ecn(self.ect);
         }
         // CWR on the next new segment after a reduction (RFC 3168 feedback only)
         if self.ecn_ok && !retx && !self.accecn && self.send_cwr {
