@@ -108,7 +108,7 @@ pub struct Packet {
     /// The ECN field, [`Ecn::index`] (a byte, not an [`Ecn`]: see [`Kind`]); read
     /// and set with [`Packet::ecn`] and [`Packet::set_ecn`].
     ecn: u8,
-    /// [`Packet::ECE`], [`Packet::CWR`], [`Packet::RETX`], [`Packet::AE`]: one bit each, in a plain
+    /// [`Packet::ECE`], [`Packet::CWR`], [`Packet::RETX`], [`Packet::AE`], [`Packet::PSH`]: one bit each, in a plain
     /// byte rather than three `bool`s. A `bool` gives `Option<Packet>` and the
     /// queues' `Option<Queued<Packet>>` / `Option<Departure<Packet>>` their niche
     /// (the most invalid values of any field); the compiler then splits copies of a
@@ -146,6 +146,8 @@ impl Packet {
     /// TCP AE flag (the former ECN-nonce bit), RFC 9768 §3: with ECE and CWR it forms
     /// the 3-bit ACE field of Accurate ECN.
     pub const AE: u8 = 8;
+    /// TCP PSH flag (data): RFC 9293 §3.9.1.2.
+    pub const PSH: u8 = 16;
 
     pub fn flag(&self, f: u8) -> bool {
         self.flags & f != 0

@@ -6,7 +6,7 @@ mod common;
 
 use aqmsim::aqm::{Duration, Time};
 use aqmsim::tcp::pacing;
-use aqmsim::tcp::{CcSpec, TcpConfig};
+use aqmsim::tcp::{CcSpec, ReceiveBuffer, TcpConfig};
 use aqmsim::{builtin, RunOutput, Scenario};
 
 fn send_times(cfg: &TcpConfig, one_way: Duration, end: Time) -> Vec<Time> {
@@ -30,7 +30,9 @@ fn an_unpaced_sender_sends_its_window_in_bursts_and_a_paced_one_spreads_it() {
     // NewReno: slow start without HyStart, whose ACK-train test Linux changes for a
     // paced sender (tcp_cubic.c: the threshold is the whole min RTT, not half)
     let end = Time::from_millis(400);
-    let reno = TcpConfig { cc: CcSpec::default_for("newreno").unwrap(), ..TcpConfig::default() };
+    // a receiver that never limits: Linux's receive buffer grows once per RTT and
+    // trails a window that doubles on a path without a bottleneck by a few segments
+    let reno = TcpConfig { cc: CcSpec::default_for("newreno").unwrap(), receive_buffer: ReceiveBuffer::Unlimited, ..TcpConfig::default() };
     let unpaced = send_times(&reno, Duration::from_millis(20), end);
     let paced = send_times(&TcpConfig { pacing: true, ..reno }, Duration::from_millis(20), end);
     // unpaced: the initial window at once, then ACK-clocked bursts that double in
@@ -141,11 +143,17 @@ fn four_bbr_flows_fill_a_2bdp_droptail_bottleneck() {
     assert!(u >= 0.95, "utilization {u}");
     assert!(o.conservation.holds());
     // BBR v1's cwnd of 2 BDP per flow keeps a standing queue near the buffer (as the
-    // kernel's: p50 76 ms of the 80 ms buffer); no flow starves
-    let total: u64 = o.flows.bytes_delivered.iter().sum();
-    for (i, &b) in o.flows.bytes_delivered.iter().enumerate() {
-        assert!(b as f64 > 0.15 * total as f64, "flow {i}: {b} of {total}");
+    // kernel's: p50 76 ms of the 80 ms buffer); no flow starves, and the flows share
+    // as unevenly as the kernel's do: Jain's index 0.936 ± 0.043 over the kernel's
+    // runs of `validate linux` (seeds 1-3, 30 s), here at least its mean less two
+    // standard deviations (one flow at 14 % and three at 29 % is 0.94)
+    let b: Vec<f64> = o.flows.bytes_delivered.iter().map(|&x| x as f64).collect();
+    let total: f64 = b.iter().sum();
+    for (i, &x) in b.iter().enumerate() {
+        assert!(x > 0.10 * total, "flow {i}: {x} of {total}");
     }
+    let jain = total * total / (b.len() as f64 * b.iter().map(|x| x * x).sum::<f64>());
+    assert!(jain >= 0.85, "Jain's index {jain}");
 }
 
 #[test]

@@ -7,7 +7,7 @@
 use aqmsim::aqm::{Duration, Time};
 use aqmsim::packet::{Kind, Packet};
 use aqmsim::tcp::sender::CaState;
-use aqmsim::tcp::{Recovery, TcpConfig, TcpSender};
+use aqmsim::tcp::{Gso, Recovery, TcpConfig, TcpSender};
 
 const T0: Time = Time::from_secs(1);
 
@@ -19,8 +19,11 @@ fn at(x: u64) -> Time {
     T0 + ms(x)
 }
 
+/// Exact timers, and every transmission what the windows release segment by
+/// segment (no GSO skbs held back by `tcp_tso_should_defer`), so that each ACK's
+/// sends can be worked out by hand.
 fn cfg() -> TcpConfig {
-    TcpConfig { tick: Duration::ZERO, ..TcpConfig::default() }
+    TcpConfig { tick: Duration::ZERO, gso: Gso::Off, ..TcpConfig::default() }
 }
 
 /// An ACK: cumulative `seq`, SACK blocks in order (a D-SACK block first, below

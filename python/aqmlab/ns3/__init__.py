@@ -164,7 +164,9 @@ def translate(sc: dict[str, Any], seed: int, out: str) -> Translation:
     # undo, exact timers, every out-of-order segment ACKed at once
     for key, linux, what in (("recovery", "rack", "detects losses by RFC 6675's DupThresh rule, not RACK"), ("tlp", True, "sends no tail loss probes"),
                              ("frto", True, "has no F-RTO"), ("dsack", True, "neither sends nor uses D-SACK blocks"),
-                             ("sack_compression", True, "ACKs every out-of-order segment at once")):
+                             ("sack_compression", True, "ACKs every out-of-order segment at once"),
+                             ("receive_buffer", "linux", "has no receive-buffer autotuning: its receiver neither ACKs window growth nor sends window updates"),
+                             ("gso", "linux", "sends segment by segment: no GSO skbs, no PSH")):
         if tcp.get(key) == linux and any(g["kind"] == "bulk" for g in sc["flows"]):
             diffs.append(f"ns-3 {what} (flows.*.tcp.{key} = {json.dumps(linux)})")
     b = sc["bottleneck"]

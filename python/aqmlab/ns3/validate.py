@@ -79,6 +79,8 @@ ALIGN = (
     "flows.{i}.tcp.frto=false",
     "flows.{i}.tcp.dsack=false",
     "flows.{i}.tcp.sack_compression=false",
+    "flows.{i}.tcp.receive_buffer=\"unlimited\"",
+    "flows.{i}.tcp.gso=\"off\"",
     "flows.{i}.tcp.tick=\"0s\"",
 )
 ALIGN_NOTE = [

@@ -127,7 +127,8 @@ EXPERIMENT = Reproduction(
         ],
         *[
             Claim(f"§V-D, Fig. 12{'a' if rtt == 100 else 'b'}", f"RTT {rtt} ms: MADPIE's goodput is a trade-off between CoDel and PIE (the smaller of MADPIE − CoDel and PIE − MADPIE)", "≥ 0",
-                  smallest(gp("MADPIE", rtt) - gp("CoDel", rtt), gp("PIE", rtt) - gp("MADPIE", rtt)), above(0, 0.1), "Mbps", digits=2)
+                  smallest(gp("MADPIE", rtt) - gp("CoDel", rtt), gp("PIE", rtt) - gp("MADPIE", rtt)), above(0, 0.1), "Mbps", digits=2,
+                  note="" if rtt == 100 else "+0.03 (agrees) with a receiver that ACKs every second segment, −0.02 with Linux's receive buffer")
             for rtt in (100, 500)
         ],
     ],
@@ -136,5 +137,6 @@ EXPERIMENT = Reproduction(
         "CBR percentiles pool every packet of the RTT-100 CBR flows over the seeds; download times pool every completed download.",
         "Bulk goodput: the class's total over its 2 flows, mean over seeds.",
         "The paper's numbers are read from its text.",
+        "The receivers model Linux's receive buffer (tcp.receive_buffer = \"linux\": every segment that grows the window, and every pushed segment, is ACKed at once) and the senders Linux's GSO skbs with their PSH (tcp.gso = \"linux\"), the defaults. With receivers that ACK every second segment and senders without GSO (\"unlimited\", \"off\") the tally is the same, 13 / 2 / 5 (with the receive buffer alone it was 12 / 3 / 5).",
     ],
 )

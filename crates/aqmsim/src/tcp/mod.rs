@@ -11,6 +11,7 @@ pub mod cc;
 pub mod minmax;
 pub mod pacing;
 pub mod rate;
+pub mod rcvbuf;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
@@ -114,13 +115,20 @@ pub struct TcpConfig {
     /// `prague` turns it on (Linux `TCP_CONG_NEEDS_ACCECN`), `dctcp` and `prague`
     /// turn `ecn` on (`TCP_CONG_NEEDS_ECN`).
     pub accecn: bool,
-    /// A fixed advertised receive window; absent, the window never limits the sender
-    /// (as with Dynamic Right-Sizing, Fisk & Feng 2001). With a Palermo receiver,
-    /// the largest window it may advertise.
+    /// A fixed cap on the advertised receive window; absent, the receive buffer's
+    /// window (`receive_buffer`) alone, which never limits with "unlimited". With a
+    /// Palermo receiver, the largest window it may advertise.
     pub receive_window: Option<Bytes>,
     /// How the receiver sizes its advertised window: "drs" (Dynamic Right-Sizing,
     /// never limits) or { kind = "palermo", ... } (Popovsky §2; docs/receivers.md).
     pub receiver: ReceiverSpec,
+    /// The receiver's buffer: "linux" (default: Linux 6.18's receive buffer with
+    /// autotuning and an application that reads each segment as it arrives: the
+    /// window grows as data arrives and every segment that grows it is ACKed at once,
+    /// reads send window updates and ACK pushed segments; `tcp/rcvbuf.rs`) or
+    /// "unlimited" (no buffer, the window never limits and in-order data is ACKed
+    /// every `ack_every` segments, as ns-2's and ns-3's receivers).
+    pub receive_buffer: ReceiveBuffer,
     /// After an idle period longer than the RTO, halve cwnd per RTO of idle time,
     /// down to the initial window (RFC 2861 / RFC 7661; Linux `tcp_cwnd_restart`,
     /// `net.ipv4.tcp_slow_start_after_idle = 1`); and reduce a window the sender did
@@ -138,13 +146,12 @@ pub struct TcpConfig {
     /// Pacing rate after slow start, percent of cwnd per srtt (Linux
     /// `net.ipv4.tcp_pacing_ca_ratio`: 120).
     pub pacing_ca_ratio: u32,
-    /// Segment aggregation by the sending device (`tso.rs`): "off" (every
-    /// transmission is what the windows and pacing release, segment by segment) or
-    /// "linux" (Linux with GSO or TSO on: skbs of about 1 ms of the pacing rate,
-    /// `tcp_tso_autosize`, held back by `tcp_tso_should_defer` until the window
-    /// opens enough, their segments back to back). Left out of the resolved
-    /// scenario while "off", so that scenarios written before it keep their form.
-    #[serde(skip_serializing_if = "Gso::is_off")]
+    /// Segment aggregation by the sending device (`tso.rs`): "linux" (default:
+    /// Linux with GSO or TSO on, as every Linux host sends: skbs of about 1 ms of the
+    /// pacing rate, `tcp_tso_autosize`, held back by `tcp_tso_should_defer` until the
+    /// window opens enough, their segments back to back, the last of an skb of
+    /// several with PSH) or "off" (every transmission is what the windows and pacing
+    /// release, segment by segment, none with PSH, as ns-2's and ns-3's senders).
     pub gso: Gso,
 }
 
@@ -153,16 +160,21 @@ pub struct TcpConfig {
 #[serde(rename_all = "snake_case")]
 pub enum Gso {
     /// Every transmission is what the windows and pacing release at that moment.
-    #[default]
     Off,
     /// Linux's GSO skbs (`tcp_tso_autosize`, `tcp_tso_should_defer`, `tcp_write_xmit`).
+    #[default]
     Linux,
 }
 
-impl Gso {
-    pub fn is_off(&self) -> bool {
-        *self == Gso::Off
-    }
+/// The receiver's buffer model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReceiveBuffer {
+    /// Linux's receive buffer and window (`tcp/rcvbuf.rs`).
+    #[default]
+    Linux,
+    /// No buffer: the window never limits, no window-growth or window-update ACKs.
+    Unlimited,
 }
 
 /// Loss detection with SACK.
@@ -205,11 +217,12 @@ impl Default for TcpConfig {
             accecn: false,
             receive_window: None,
             receiver: ReceiverSpec::Drs,
+            receive_buffer: ReceiveBuffer::Linux,
             slow_start_after_idle: true,
             pacing: false,
             pacing_ss_ratio: 200,
             pacing_ca_ratio: 120,
-            gso: Gso::Off,
+            gso: Gso::Linux,
         }
     }
 }

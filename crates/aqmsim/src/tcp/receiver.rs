@@ -5,7 +5,11 @@
 //! adaptive delayed-ACK timeout (`ato`, 40 ms at least), an ACK for every second
 //! full segment, SACK compression while holding out-of-order data
 //! (`tcp_event_data_recv`, `__tcp_ack_snd_check`, `tcp_send_delayed_ack`); and an
-//! advertised window that does not limit by default.
+//! advertised window of Linux's receive buffer with autotuning (`tcp/rcvbuf.rs`:
+//! the window grows as data arrives, each segment that grows it is ACKed at once,
+//! a read that opens the window far enough sends a window update, and a read that
+//! empties the queue ACKs a pushed segment: one with PSH or a short one), or one
+//! that never limits (`receive_buffer = "unlimited"`, the default).
 //!
 //! ECN feedback, as negotiated: RFC 3168 (ECE from a CE until the sender's CWR);
 //! DCTCP's state machine (Alizadeh et al., RFC 8257 §3.2: ECE tells the CE state of
@@ -17,8 +21,9 @@
 
 use aqm::{Duration, Time};
 
+use super::rcvbuf::RcvBuf;
 use super::window::ReceiveWindow;
-use super::{EcnMode, TcpConfig};
+use super::{EcnMode, ReceiveBuffer, TcpConfig};
 use crate::packet::{Kind, Packet, SackBlocks};
 
 /// AccECN: ACK at once when this many CE marks wait to be echoed (RFC 9768
@@ -77,6 +82,10 @@ pub struct TcpReceiver {
     lrcvtime: Time,
     /// An ACK is due now whatever the other rules (`ICSK_ACK_NOW`).
     ack_now: bool,
+    /// `ICSK_ACK_PUSHED` and `ICSK_ACK_PUSHED2` (`tcp_measure_rcv_mss`): a full
+    /// segment with PSH, or a short segment (two: PUSHED2), arrived since the last
+    /// ACK; the read that empties the receive queue then ACKs (`tcp_cleanup_rbuf`).
+    pushed: u8,
     sack: bool,
     dsack: bool,
     /// A D-SACK block for the next ACK (RFC 2883 §4: the duplicate's range).
@@ -103,6 +112,14 @@ pub struct TcpReceiver {
     rwnd: u64,
     /// The window policy (tcp/window: DRS, Palermo).
     pub window: Box<dyn ReceiveWindow>,
+    /// Linux's receive buffer (`receive_buffer = "linux"`), made when the first
+    /// segment arrives (`tcp_init_buffer_space` at establishment); the bytes that
+    /// arrived in order and are not read yet (the application reads right after the
+    /// ACK decision of each arrival).
+    linux_buffer: bool,
+    mss: u64,
+    pub buf: Option<RcvBuf>,
+    unread: u64,
     /// Right edge of the advertised window, in payload bytes: never moves left.
     right_edge: u64,
     /// The window in the latest ACK.
@@ -167,6 +184,7 @@ impl TcpReceiver {
             ato: None,
             lrcvtime: Time::ZERO,
             ack_now: false,
+            pushed: 0,
             sack: cfg.sack,
             dsack: cfg.sack && cfg.dsack,
             pending_dsack: None,
@@ -184,6 +202,10 @@ impl TcpReceiver {
             synack_sent_at: None,
             rwnd: cfg.receive_window.map_or(UNLIMITED_WINDOW, |w| w.0),
             window: cfg.receiver.build(cfg.mss.0),
+            linux_buffer: cfg.receive_buffer == ReceiveBuffer::Linux,
+            mss: cfg.mss.0,
+            buf: None,
+            unread: 0,
             right_edge: 0,
             last_rwnd: cfg.receive_window.map_or(UNLIMITED_WINDOW, |w| w.0),
             rcv_nxt: 0,
@@ -258,8 +280,28 @@ impl TcpReceiver {
 
     /// Linux `tcp_incr_quickack`: ACK the next segments at once.
     fn incr_quickack(&mut self, max: u32) {
-        let q = max.min(self.max_quickacks);
+        // with a receive buffer: half the window in segments (at least 2), as Linux
+        let q = self.buf.as_ref().map_or(max, |b| b.quickacks().min(max)).min(self.max_quickacks);
         self.quick = self.quick.max(q);
+    }
+
+    /// Payload bytes held out of order.
+    fn ofo_bytes(&self) -> u64 {
+        self.ooo.iter().map(|r| r.bytes).sum()
+    }
+
+    /// The span from `rcv_nxt` to the end of the highest out-of-order data, in
+    /// bytes (segments of `mss`).
+    fn ofo_span(&self) -> u64 {
+        self.ooo.last().map_or(0, |r| (r.end - self.rcv_nxt) * self.mss)
+    }
+
+    /// Linux's receive buffer, made at the first segment (the connection's
+    /// establishment for the autotuning's first measure).
+    fn establish(&mut self, now: Time) {
+        if self.linux_buffer && self.buf.is_none() {
+            self.buf = Some(RcvBuf::new(self.mss, now));
+        }
     }
 
     /// Linux `tcp_enter_quickack_mode`.
@@ -271,7 +313,13 @@ impl TcpReceiver {
     /// Linux `tcp_event_data_recv`: the delayed-ACK engine learns the spacing of the
     /// data; after a gap longer than the RTO, ACK quickly again (the sender failed
     /// to restart its window).
-    fn event_data_recv(&mut self, now: Time) {
+    fn event_data_recv(&mut self, now: Time, len: u64, psh: bool) {
+        if let Some(b) = self.buf.as_mut() {
+            // tcp_measure_rcv_mss (the scaling ratio), tcp_rcv_rtt_measure
+            b.measure_ratio(len);
+            b.rtt_measure(now, self.bytes_delivered);
+            self.measure_pushed(len, psh);
+        }
         match self.ato {
             None => {
                 // the first data: quick-ACK mode, ato = TCP_ATO_MIN
@@ -291,6 +339,58 @@ impl TcpReceiver {
             }
         }
         self.lrcvtime = now;
+        self.grow_window(len);
+    }
+
+    /// Linux `tcp_measure_rcv_mss`'s push flags: a full-sized segment with PSH
+    /// (Cardwell, "tcp: fix delayed ACKs for MSS boundary condition", Linux 6.6)
+    /// sets `ICSK_ACK_PUSHED`; a shorter one sets it too, and `ICSK_ACK_PUSHED2` if
+    /// it was set already. Not modelled: Linux lowers its receive-MSS estimate
+    /// (`rcv_mss`) after two short segments of the same length in a row, and the
+    /// second then sets no flag.
+    fn measure_pushed(&mut self, len: u64, psh: bool) {
+        const PUSHED: u8 = 1;
+        const PUSHED2: u8 = 2;
+        if len >= self.mss {
+            if psh {
+                self.pushed |= PUSHED;
+            }
+        } else {
+            if self.pushed & PUSHED != 0 {
+                self.pushed |= PUSHED2;
+            }
+            self.pushed |= PUSHED;
+        }
+    }
+
+    /// Linux `tcp_grow_window`: a segment that grows the window is ACKed at once,
+    /// by `icsk_ack.quick |= 1`: a bitwise or, so that in quick-ACK mode (16 at the
+    /// start) an even count gains one, and each growth keeps the mode one ACK longer.
+    fn grow_window(&mut self, len: u64) {
+        let unread = self.unread + self.ofo_bytes();
+        if self.buf.as_mut().is_some_and(|b| b.grow_window(len, unread)) {
+            self.quick |= 1;
+        }
+    }
+
+    /// The application reads what arrived in order (`tcp_recvmsg`): the buffer's
+    /// autotuning measures (`tcp_rcv_space_adjust`), then `tcp_cleanup_rbuf` ACKs if
+    /// an every-second-segment ACK waited for the read, or if the receiver can now
+    /// offer at least twice the window left (a window update).
+    fn app_read(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.unread == 0 {
+            return;
+        }
+        self.unread = 0;
+        let (ofo, span) = (self.ofo_bytes(), self.ofo_span());
+        let Some(b) = self.buf.as_mut() else { return };
+        b.space_adjust(now, self.bytes_delivered, span);
+        // an ACK is scheduled and more than one segment waits for it, or a pushed
+        // segment arrived and the read emptied the queue (nothing held out of order)
+        let waited = self.delack_deadline.is_some() && (self.unacked >= self.ack_every || (self.pushed != 0 && ofo == 0));
+        if waited || b.window_update_due(self.bytes_delivered, ofo) {
+            self.send_ack(now, out);
+        }
     }
 
     /// Linux `__tcp_ecn_check_ce`, with DCTCP's `CA_EVENT_ECN_IS_CE` /
@@ -335,6 +435,7 @@ impl TcpReceiver {
 
     fn on_data(&mut self, p: &Packet, now: Time, out: &mut Vec<Packet>) {
         self.stats.segments += 1;
+        self.establish(now);
         let seq = p.seq;
         if let Some(t) = self.synack_sent_at.take() {
             // the handshake's RTT, as Linux's passive side measures it from its
@@ -371,6 +472,9 @@ impl TcpReceiver {
                 // Linux tcp_rcv_rtt_measure_ts: the receive-side RTT from a new echo,
                 // averaged with weight 1/8 (for SACK compression's delay)
                 self.last_tsecr = p.ts_echo;
+                if let Some(b) = self.buf.as_mut() {
+                    b.rtt_measure_ts(m, p.payload as u64);
+                }
                 self.rcv_rtt = Some(match self.rcv_rtt {
                     None => m,
                     Some(r) => Duration::from_nanos(((7 * r.as_nanos() as u128 + m.as_nanos() as u128) / 8) as u64),
@@ -406,11 +510,13 @@ impl TcpReceiver {
             self.rcv_nxt += 1;
             self.unacked += 1;
             self.bytes_delivered += p.payload as u64;
-            self.event_data_recv(now);
+            self.unread += p.payload as u64;
+            self.event_data_recv(now, p.payload as u64, p.flag(Packet::PSH));
             if let Some(first) = self.ooo.first() {
                 if first.start == self.rcv_nxt {
                     self.rcv_nxt = first.end;
                     self.bytes_delivered += first.bytes;
+                    self.unread += first.bytes;
                     self.ooo.remove(0);
                     // RFC 5681 §4.2: ACK at once when a segment fills the gap
                     // (Linux: once the out-of-order queue is empty; while data is
@@ -422,6 +528,7 @@ impl TcpReceiver {
             }
             self.check_complete(now);
             self.ack_check(now, true, out);
+            self.app_read(now, out);
             return;
         }
         // Out of order: hold it; SACK it (at once for the first few, RFC 5681 §4.2).
@@ -429,14 +536,38 @@ impl TcpReceiver {
         self.insert(seq, p.payload as u64);
         self.recent.rotate_right(1);
         self.recent[0] = Some(seq);
+        if self.buf.is_some() {
+            // Linux tcp_data_queue_ofo: the buffer grows for the out-of-order span
+            // (tcp_rcvbuf_grow) and, with SACK, the window as for in-order data
+            let span = self.ofo_span();
+            if let Some(b) = self.buf.as_mut() {
+                b.on_ofo(span);
+            }
+            if self.sack {
+                self.grow_window(p.payload as u64);
+            }
+        }
         self.ack_check(now, true, out);
     }
 
     /// Linux `__tcp_ack_snd_check`: ACK now, or arm the delayed-ACK (or the SACK
     /// compression) timer.
     fn ack_check(&mut self, now: Time, ofo_possible: bool, out: &mut Vec<Packet>) {
+        // More than one full segment unacknowledged, and (with a receive buffer)
+        // the window offered would not shrink: else the ACK waits for the read.
+        let mut every = self.unacked >= self.ack_every;
+        if every {
+            let unread = self.unread + self.ofo_bytes();
+            if let Some(b) = self.buf.as_ref() {
+                let (w, low) = b.select_window(unread);
+                if low {
+                    self.quick = 0; // __tcp_select_window ends quick-ACK mode
+                }
+                every = w >= b.rcv_wnd;
+            }
+        }
         if !self.delayed_ack
-            || self.unacked >= self.ack_every
+            || every
             || self.quick > 0
             || self.ack_now
         {
@@ -465,7 +596,11 @@ impl TcpReceiver {
         self.compressed_ack += 1;
         if self.comp_deadline.is_none() {
             // 5 % of the RTT, at most 1 ms (an hrtimer: not on the tick)
-            let rtt = match (self.rcv_rtt, self.srtt) {
+            let rcv_rtt = match self.buf.as_ref() {
+                Some(b) => b.rtt(),
+                None => self.rcv_rtt,
+            };
+            let rtt = match (rcv_rtt, self.srtt) {
                 (Some(r), Some(s)) => r.min(s),
                 (r, s) => r.or(s).unwrap_or(Duration::ZERO),
             };
@@ -479,7 +614,8 @@ impl TcpReceiver {
     fn send_delayed_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
         let mut ato = self.ato.unwrap_or(self.ato_min);
         if ato > self.ato_min {
-            let mut max_ato = MAX_ATO;
+            // with a pushed segment waiting, at most TCP_DELACK_MAX
+            let mut max_ato = if self.pushed != 0 { DELACK_MAX } else { MAX_ATO };
             if let Some(srtt) = self.srtt {
                 max_ato = max_ato.min(srtt.max(self.ato_min));
             }
@@ -509,8 +645,18 @@ impl TcpReceiver {
         // A policy without a window of its own (DRS), or before its first measurement
         // (the sender's initial window limits then), offers the configured window; that
         // offer is not held to afterwards.
-        let Some(want) = self.window.window() else { return self.rwnd };
-        let want = want.min(self.rwnd);
+        let mut cap = self.rwnd;
+        let unread = self.unread + self.ofo_bytes();
+        if let Some(b) = self.buf.as_mut() {
+            // Linux tcp_select_window: the buffer's window, never shrinking
+            let (w, low) = b.window_for_ack(self.bytes_delivered, unread);
+            if low {
+                self.quick = 0;
+            }
+            cap = cap.min(w);
+        }
+        let Some(want) = self.window.window() else { return cap };
+        let want = want.min(cap);
         // RFC 9293 §3.8.6.2.2: do not shrink the window (move its right edge left).
         let wnd = want.max(self.right_edge.saturating_sub(self.bytes_delivered));
         self.right_edge = self.bytes_delivered + wnd;
@@ -640,6 +786,7 @@ impl TcpReceiver {
         out.push(a);
         self.unacked = 0;
         self.ack_now = false;
+        self.pushed = 0;
         self.delack_deadline = None;
         self.comp_deadline = None;
         self.compressed_ack = 0;
@@ -673,7 +820,9 @@ mod tests {
     }
 
     fn rx(quickack: u32) -> TcpReceiver {
-        TcpReceiver::new(0, &TcpConfig { quickack, ..TcpConfig::default() })
+        // the delayed-ACK rules alone: no receive buffer (its window-growth ACKs are
+        // tested below and in rcvbuf.rs)
+        TcpReceiver::new(0, &TcpConfig { quickack, receive_buffer: ReceiveBuffer::Unlimited, ..TcpConfig::default() })
     }
 
     #[test]
@@ -722,6 +871,84 @@ mod tests {
         assert_eq!(out[1].seq, 3);
         // the timer had to fire: ato doubles (Linux inflates it, up to the RTO)
         assert_eq!(r.ato, Some(Duration::from_millis(80)));
+    }
+
+    #[test]
+    fn a_linux_receive_buffer_acks_every_segment_that_grows_the_window() {
+        // A reading application, full segments of 1448 B 1.2 ms apart (10 Mb/s), no
+        // timestamps (so no autotuning). Linux: the first segment starts quick-ACK
+        // mode (16) and measures the scaling ratio (160/256): the clamp becomes
+        // 81,920 and the window may grow from 65,160 to 80,472 in 6 steps of two
+        // segments (rcvbuf.rs); each step ORs 1 into the quick count, which keeps it
+        // at 16: segments 0-21 are ACKed one by one, then every second one.
+        let cfg = TcpConfig { mss: aqm::Bytes(1448), receive_buffer: ReceiveBuffer::Linux, ..TcpConfig::default() };
+        let mut r = TcpReceiver::new(0, &cfg);
+        let mut out = Vec::new();
+        let mut acked_at = Vec::new();
+        for s in 0..30u64 {
+            let mut p = data(s);
+            p.payload = 1448;
+            let n = out.len();
+            r.on_packet(&p, Time::from_micros(10_000 + 1_200 * s), &mut out);
+            if out.len() > n {
+                acked_at.push(s);
+            }
+        }
+        let expect: Vec<u64> = (0..22).chain([23, 25, 27, 29]).collect();
+        assert_eq!(acked_at, expect);
+        assert_eq!(r.buf.as_ref().unwrap().rcv_ssthresh, 80_472);
+        // the window advertised: rcv_ssthresh rounded up to the scale (1024)
+        assert_eq!(out.last().unwrap().rwnd, 80_896);
+        // without the buffer: the 16 quick ACKs, then every second segment
+        let mut u = TcpReceiver::new(0, &TcpConfig { receive_buffer: ReceiveBuffer::Unlimited, ..cfg });
+        let mut out = Vec::new();
+        for s in 0..30u64 {
+            u.on_packet(&data(s), Time::from_micros(10_000 + 1_200 * s), &mut out);
+        }
+        assert_eq!(out.len(), 16 + 7);
+    }
+
+    #[test]
+    fn a_read_acks_a_pushed_segment_at_once() {
+        // Linux tcp_measure_rcv_mss: a full segment with PSH, or a short one, sets
+        // ICSK_ACK_PUSHED; tcp_cleanup_rbuf then ACKs when the read empties the queue,
+        // where the every-second-segment rule would have delayed the ACK. Past the
+        // start (segments 0-29 as above: quick ACKs, then every second one, the last
+        // ACK for 29), 1448-B segments 1.2 ms apart:
+        let cfg = TcpConfig { mss: aqm::Bytes(1448), receive_buffer: ReceiveBuffer::Linux, ..TcpConfig::default() };
+        let seg = |s: u64, len: u32, psh: bool| {
+            let mut p = data(s);
+            p.payload = len;
+            p.set_flag(Packet::PSH, psh);
+            p
+        };
+        let mut r = TcpReceiver::new(0, &cfg);
+        let mut out = Vec::new();
+        let at = |s: u64| Time::from_micros(10_000 + 1_200 * s);
+        for s in 0..30u64 {
+            r.on_packet(&seg(s, 1448, false), at(s), &mut out);
+        }
+        assert_eq!(out.last().unwrap().seq, 30);
+        let mut acked = |r: &mut TcpReceiver, s: u64, len: u32, psh: bool| {
+            let n = out.len();
+            r.on_packet(&seg(s, len, psh), at(s), &mut out);
+            out.len() > n
+        };
+        // 30 without PSH waits for a second segment; 31 is that second
+        assert!(!acked(&mut r, 30, 1448, false));
+        assert!(acked(&mut r, 31, 1448, false));
+        // 32 with PSH (the end of an application write): ACKed at once
+        assert!(acked(&mut r, 32, 1448, true));
+        // 33 without: delayed again (the flag went with the ACK); 34 pairs with it
+        assert!(!acked(&mut r, 33, 1448, false));
+        assert!(acked(&mut r, 34, 1448, false));
+        // a short segment (the tail of a message) is pushed without PSH
+        assert!(acked(&mut r, 35, 500, false));
+        // without the receive buffer there is no read model: PSH changes nothing
+        let mut u = TcpReceiver::new(0, &TcpConfig { receive_buffer: ReceiveBuffer::Unlimited, quickack: 0, ..cfg });
+        let mut out = Vec::new();
+        u.on_packet(&seg(0, 1448, true), at(0), &mut out);
+        assert!(out.is_empty());
     }
 
     #[test]
@@ -870,7 +1097,7 @@ mod tests {
     fn dctcp_echoes_the_latest_ce_state_and_acks_each_change_at_once() {
         // RFC 8257 §3.2 (Linux dctcp_ece_ack_update), delayed ACKs every 2 segments
         use crate::tcp::cc::{CcSpec, DctcpParams};
-        let cfg = TcpConfig { cc: CcSpec::Dctcp(DctcpParams::default()), quickack: 0, ..TcpConfig::default() };
+        let cfg = TcpConfig { cc: CcSpec::Dctcp(DctcpParams::default()), quickack: 0, receive_buffer: ReceiveBuffer::Unlimited, ..TcpConfig::default() };
         let mut r = TcpReceiver::new(0, &cfg);
         let mut out = Vec::new();
         let (ect, ce) = (aqm::Ecn::Ect0, aqm::Ecn::Ce);
@@ -900,7 +1127,7 @@ mod tests {
     fn accecn_counts_ce_segments_in_the_ace_field_and_acks_on_ecn_changes() {
         // RFC 9768 §3.2: ACE = (CE-marked segments + 5) mod 8; an immediate ACK when
         // the IP-ECN field changes (Linux), delayed ACKs otherwise
-        let cfg = TcpConfig { accecn: true, ecn: true, quickack: 0, ..TcpConfig::default() };
+        let cfg = TcpConfig { accecn: true, ecn: true, quickack: 0, receive_buffer: ReceiveBuffer::Unlimited, ..TcpConfig::default() };
         let mut r = TcpReceiver::new(0, &cfg);
         let mut out = Vec::new();
         let (ect, ce) = (aqm::Ecn::Ect0, aqm::Ecn::Ce);

@@ -27,6 +27,16 @@
 //! sender's skbs hold about 10 segments (1.2 ms of the link), where an ACK-clocked
 //! sender that sends what each ACK releases sends 2 or 3.
 //!
+//! - PSH ([`push_flag`]): `__tcp_transmit_skb` forces PSH on every skb of more than
+//!   one segment ("to expedite GRO flush at receiver"; not on one-segment skbs, which
+//!   may be sent under heavy congestion), and the segmentation (`tcp_gso_segment`)
+//!   leaves it on the skb's last segment only. The end of each application write
+//!   (`tcp_push` at the end of `tcp_sendmsg_locked`, `tcp_mark_push`) marks the tail
+//!   skb too; the next write clears that mark when it appends to the same unsent
+//!   skb, so it reaches the wire only when the written data is sent to its end. A
+//!   receiver with Linux's receive buffer ACKs a pushed segment at the read
+//!   (`tcp/receiver.rs`).
+//!
 //! Not modelled: TCP small queues (`tcp_small_queue_check`: the bytes the host's
 //! qdisc and device hold; the emulator's TUN and veth devices release them at once), Nagle's test on
 //! a one-segment skb, FIN and `MSG_EOR` (a deferred tail skb waits for the next
@@ -104,6 +114,14 @@ pub fn split_point(skb: &WriteQueue, window: u64, max_segs: u64) -> u64 {
     }
     let needed = skb.segs().min(window);
     max_len.min(needed)
+}
+
+/// Whether the last segment of an skb of `segs` segments leaves with PSH:
+/// `__tcp_transmit_skb` sets it on every skb of more than one segment, and an skb
+/// that ends the data written so far (`at_write_end`) carries the mark `tcp_push`
+/// left at the end of the write.
+pub fn push_flag(segs: u64, at_write_end: bool) -> bool {
+    segs > 1 || (segs == 1 && at_write_end)
 }
 
 /// What `tcp_tso_should_defer` reads.
@@ -263,6 +281,15 @@ mod tests {
         assert_eq!(cwnd_quota(10, 12), 0);
         assert_eq!(cwnd_quota(1, 0), 1);
         assert_eq!(cwnd_quota(3, 0), 1);
+    }
+
+    #[test]
+    fn psh_goes_on_skbs_of_several_segments_and_on_a_write_end() {
+        assert!(push_flag(2, false));
+        assert!(push_flag(9, false));
+        assert!(!push_flag(1, false));
+        assert!(push_flag(1, true));
+        assert!(!push_flag(0, true));
     }
 
     #[test]

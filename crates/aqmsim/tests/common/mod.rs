@@ -11,6 +11,12 @@ use aqmsim::tcp::{TcpConfig, TcpReceiver, TcpSender};
 /// the sender sends is exactly what its pacing, its skbs or its ACK clock let out.
 /// Returns the send time of every data segment.
 pub fn send_times(cfg: &TcpConfig, rate_bps: Option<u64>, one_way: Duration, end: Time) -> Vec<Time> {
+    data_sent(cfg, rate_bps, one_way, end).into_iter().map(|(t, _)| t).collect()
+}
+
+/// As [`send_times`], with each data segment as sent.
+#[allow(dead_code)] // not every test binary that shares this harness reads the packets
+pub fn data_sent(cfg: &TcpConfig, rate_bps: Option<u64>, one_way: Duration, end: Time) -> Vec<(Time, Packet)> {
     let mut snd = TcpSender::new(0, cfg);
     let mut rcv = TcpReceiver::new(0, cfg);
     let mut wire: BTreeMap<(Time, u64), Packet> = BTreeMap::new();
@@ -24,7 +30,7 @@ pub fn send_times(cfg: &TcpConfig, rate_bps: Option<u64>, one_way: Duration, end
         for p in std::mem::take(&mut out) {
             n += 1;
             if p.kind == Kind::Data {
-                sends.push(t);
+                sends.push((t, p.clone()));
             }
             let at = match rate_bps {
                 Some(r) if p.kind.is_forward() => {

@@ -205,6 +205,11 @@ impl TcpSender {
                 bytes += self.payload(seq) as u64;
                 self.send_new(seq, now, out);
             }
+            if tso::push_flag(n, self.snd_nxt == self.app_segments) {
+                if let Some(p) = out.last_mut() {
+                    p.set_flag(Packet::PSH, true);
+                }
+            }
             // __tcp_transmit_skb and tcp_update_skb_after_send: the departure time
             // (the send time when unpaced) moves on per skb
             self.pacer.on_burst_sent(now, n, bytes);
