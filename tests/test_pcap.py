@@ -24,7 +24,7 @@ seed = 3
 [bottleneck]
 rate = "10Mbps"
 delay = "10ms"
-buffer = "60pkts"
+buffer = "20pkts"
 aqm = { kind = "codel", ecn = true }
 
 [[flows]]
@@ -138,9 +138,13 @@ def test_flows_ports_sequence_numbers_and_ce_marks(run):
     ce = np.array([b[1] & 3 == 3 for _, _, b in recs])
     marked = set(pk["uid"][(pk["link"] == li) & (pk["event"] == 3)].tolist())
     assert marked and set(pk["uid"][dep][ce].tolist()) == marked
-    # ECT(0) otherwise, but retransmissions, sent Not-ECT (RFC 3168 §6.1.5)
+    # ECT(0) otherwise, but retransmissions, sent Not-ECT (RFC 3168 §6.1.5): no more
+    # Not-ECT data segments than the senders retransmitted (none if they did not)
     ect = np.array([b[1] & 3 for _, _, b in recs])[data & ~ce]
+    retransmitted = int(np.sum(np.asarray(r.raw["flows"]["retransmits"])[:3]))
+    assert retransmitted > 0  # the 20-packet buffer overflows now and then
     assert set(ect.tolist()) == {0, 2} and (ect == 2).mean() > 0.9
+    assert (ect == 0).sum() <= retransmitted
 
 
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
