@@ -39,10 +39,7 @@ impl Kind {
 
 impl std::fmt::Debug for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let name = self.name();
-        let mut c = name.chars();
-        let first = c.next().map(|x| x.to_ascii_uppercase()).unwrap_or_default();
-        write!(f, "{first}{}", if name == "synack" { "ynAck".to_string() } else { c.as_str().to_string() })
+        f.write_str(["Data", "Ack", "Syn", "SynAck", "Udp"][self.0 as usize])
     }
 }
 

@@ -108,12 +108,7 @@ impl TcpSender {
             };
             let burst = if self.pacer.on { self.burst_segments() } else { u64::MAX };
             let n = room.min(room_app).min(burst);
-            let mut bytes = 0;
-            for _ in 0..n {
-                let seq = self.snd_nxt;
-                bytes += self.payload(seq) as u64;
-                self.send_new(seq, now, out);
-            }
+            let bytes = self.send_run(n, now, out);
             if self.pacer.on {
                 self.pacer.on_burst_sent(now, n, bytes);
             }
@@ -199,12 +194,7 @@ impl TcpSender {
                 }
             }
             let n = tso::split_point(&skb, window_end - self.snd_nxt, quota.min(max_segs));
-            let mut bytes = 0;
-            for _ in 0..n {
-                let seq = self.snd_nxt;
-                bytes += self.payload(seq) as u64;
-                self.send_new(seq, now, out);
-            }
+            let bytes = self.send_run(n, now, out);
             if tso::push_flag(n, self.snd_nxt == self.app_segments) {
                 if let Some(p) = out.last_mut() {
                     p.set_flag(Packet::PSH, true);
@@ -220,6 +210,17 @@ impl TcpSender {
         }
         self.after_write_xmit(now, cwnd, sent, is_cwnd_limited, probe);
         sent
+    }
+
+    /// Send the next `n` new segments back to back; their payload bytes.
+    fn send_run(&mut self, n: u64, now: Time, out: &mut Vec<Packet>) -> u64 {
+        let mut bytes = 0;
+        for _ in 0..n {
+            let seq = self.snd_nxt;
+            bytes += self.payload(seq) as u64;
+            self.send_new(seq, now, out);
+        }
+        bytes
     }
 
     fn send_new(&mut self, seq: u64, now: Time, out: &mut Vec<Packet>) {
