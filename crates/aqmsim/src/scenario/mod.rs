@@ -192,6 +192,8 @@ fn legacy_cubic_table(path: &str, tcp: &mut toml::Table) -> Result<(), ScenarioE
     };
     let kind = cc.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
     if kind == "cubic" {
+        // checked where it was written, so that an error names `tcp.cubic.<field>`
+        de_at::<crate::tcp::CubicParams>(&format!("{path}.cubic"), toml::Value::Table(legacy.clone()))?;
         cc.extend(legacy);
     } else {
         let given: crate::tcp::CubicParams = de_at(&format!("{path}.cubic"), toml::Value::Table(legacy))?;
@@ -201,6 +203,22 @@ fn legacy_cubic_table(path: &str, tcp: &mut toml::Table) -> Result<(), ScenarioE
     }
     tcp.insert("cc".into(), toml::Value::Table(cc));
     Ok(())
+}
+
+/// Check a `tcp.cc = { kind = "...", ... }` table's parameters against its kind,
+/// so that an error names the field (`tcp.cc.alpha_to_one`): the congestion
+/// control's own deserialization is tagged by `kind`, which hides the inner path.
+fn cc_params_at(path: &str, tcp: &toml::Table) -> Result<(), ScenarioError> {
+    let Some(toml::Value::Table(cc)) = tcp.get("cc") else { return Ok(()) };
+    let Some(toml::Value::String(kind)) = cc.get("kind") else { return Ok(()) };
+    let mut rest = cc.clone();
+    rest.remove("kind");
+    let mut track = serde_path_to_error::Track::new();
+    let de = serde_path_to_error::Deserializer::new(toml::Value::Table(rest), &mut track);
+    match crate::tcp::CcSpec::from_kind(kind, de) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(err(join(path, &track.path().to_string()), clean_message(&e.to_string()))),
+    }
 }
 
 fn parse_group(path: &str, v: toml::Value) -> Result<FlowGroupSpec, ScenarioError> {
@@ -235,6 +253,7 @@ fn parse_group(path: &str, v: toml::Value) -> Result<FlowGroupSpec, ScenarioErro
         }
         legacy_cubic_table(&format!("{path}.tcp"), tcp)?;
         ecn_for_cc(&format!("{path}.tcp"), tcp)?;
+        cc_params_at(&format!("{path}.tcp.cc"), tcp)?;
     }
     let traffic = TrafficSpec::parse(path, &kind, toml::Value::Table(t))?;
     if let Some(tcp) = traffic.tcp() {
@@ -771,6 +790,13 @@ mod tests {
         assert!(e.starts_with("bottleneck.aqm.alpha:"), "{e}");
         let e = error(&["flows.0.tcp.cc=\"vegas\""]);
         assert!(e.starts_with("flows[0].tcp.cc:") && e.contains("vegas"), "{e}");
+        // a congestion control's parameter: the error names it, in either form
+        let e = error(&["flows.0.tcp.cc={kind=\"cubic\",alpha_to_one=\"true\"}"]);
+        assert!(e.starts_with("flows[0].tcp.cc.alpha_to_one:") && e.contains("\"true\""), "{e}");
+        let e = error(&["flows.0.tcp.cubic.alpha_to_one=\"true\""]);
+        assert!(e.starts_with("flows[0].tcp.cubic.alpha_to_one:") && e.contains("\"true\""), "{e}");
+        let e = error(&["flows.0.tcp.cc={kind=\"cubic\",bogus=2}"]);
+        assert!(e.starts_with("flows[0].tcp.cc") && e.contains("bogus"), "{e}");
         let e = error(&["flows.0.tcp.mss=\"0B\""]);
         assert!(e.starts_with("flows[0].tcp.mss:"), "{e}");
         let e = error(&["flows.0.count=0"]);
