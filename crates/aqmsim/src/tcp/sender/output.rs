@@ -13,6 +13,10 @@ use super::{Pending, Rexmit, Seg, State, TcpSender, EVER_RETRANS, LOST, RETRANS,
 
 impl TcpSender {
     pub(super) fn payload(&self, seq: u64) -> u32 {
+        if self.msgs.is_empty() {
+            // a bulk transfer: every segment full (an empty deque's iterator is not free)
+            return self.cfg.mss.0 as u32;
+        }
         for &(end, last) in &self.msgs {
             if seq < end {
                 return if seq + 1 == end { last } else { self.cfg.mss.0 as u32 };
