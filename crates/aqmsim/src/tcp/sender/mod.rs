@@ -216,6 +216,9 @@ pub struct TcpSender {
     reno_sacked: u64,
     /// End of the highest SACKed segment (`tcp_highest_sack_seq`, FACK).
     highest_sacked: u64,
+    /// The ranges the last ACK's SACK blocks covered, SACKed throughout
+    /// (`recv_sack_cache`; empty ranges unused).
+    sack_cache: [(u64, u64); crate::packet::SackBlocks::MAX],
     /// RFC 6675 mode: segments below this have been examined by the IsLost rule.
     lost_scan_from: u64,
     /// Lowest segment that may need a retransmission.
@@ -323,6 +326,7 @@ impl TcpSender {
             lost_pending: 0,
             reno_sacked: 0,
             highest_sacked: 0,
+            sack_cache: Default::default(),
             lost_scan_from: 0,
             retx_hint: 0,
             retx_queue: VecDeque::new(),
