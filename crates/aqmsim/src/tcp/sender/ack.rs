@@ -103,11 +103,10 @@ impl TcpSender {
                 if s.flags & SACKED == 0 {
                     rs.note(s.sent_at, seq + 1, s.delivered);
                 }
-                let payload = self.payload(seq);
-                runt = payload < self.cfg.mss.0 as u32;
-                self.stats.bytes_acked += payload as u64;
                 flag |= F_DATA_ACKED;
             }
+            runt = self.payload(ack - 1) < self.cfg.mss.0 as u32;
+            self.stats.bytes_acked += self.payload_bytes(self.snd_una, ack);
             self.snd_una = ack;
             while self.msgs.front().is_some_and(|&(end, _)| end <= ack) {
                 self.msgs.pop_front();

@@ -25,6 +25,14 @@ impl TcpSender {
         self.cfg.mss.0 as u32
     }
 
+    /// The payload bytes of segments `from..to`.
+    pub(super) fn payload_bytes(&self, from: u64, to: u64) -> u64 {
+        if self.msgs.is_empty() {
+            return (to - from) * self.cfg.mss.0;
+        }
+        (from..to).map(|seq| self.payload(seq) as u64).sum()
+    }
+
     pub(super) fn data_packet(&mut self, seq: u64, now: Time, retx: bool) -> Packet {
         let payload = self.payload(seq);
         let mut p = Packet::new(0, self.flow, Kind::Data, payload + self.cfg.header.0 as u32, now);
@@ -218,10 +226,9 @@ impl TcpSender {
 
     /// Send the next `n` new segments back to back; their payload bytes.
     fn send_run(&mut self, n: u64, now: Time, out: &mut Vec<Packet>) -> u64 {
-        let mut bytes = 0;
+        let bytes = self.payload_bytes(self.snd_nxt, self.snd_nxt + n);
         for _ in 0..n {
             let seq = self.snd_nxt;
-            bytes += self.payload(seq) as u64;
             self.send_new(seq, now, out);
         }
         bytes
