@@ -83,6 +83,7 @@ impl TcpSender {
     }
 
     /// Linux `tcp_sacktag_write_queue`, with `tcp_check_dsack`.
+    #[inline(never)]
     pub(super) fn sacktag(&mut self, a: &Packet, ack: u64, prior_snd_una: u64, now: Time, rs: &mut Newest, rate: &mut RateSample) -> SackTag {
         let mut st = SackTag { reord: self.snd_nxt, ..SackTag::default() };
         let mut blocks = a.sack.iter(a.seq);
