@@ -257,6 +257,12 @@ pub struct TcpSender {
     retransmits_in_row: u32,
     pending: Pending,
     timer_at: Time,
+    /// New data went out and the RTO is to be rearmed at the end of the pass
+    /// (`tcp_event_new_data_sent`, see `send_new`), and (debug builds) what the
+    /// rearm would have set when the data went.
+    rearm_due: bool,
+    #[cfg(debug_assertions)]
+    rearm_seen: Option<(Pending, Time)>,
     /// Congestion-window validation (`tcp_cwnd_validate`): limited by cwnd in the
     /// current window, the most outstanding in it, its end; the most used while not
     /// limited, and when cwnd was last fully used or changed.
@@ -349,6 +355,9 @@ impl TcpSender {
             retransmits_in_row: 0,
             pending: Pending::None,
             timer_at: Time::ZERO,
+            rearm_due: false,
+            #[cfg(debug_assertions)]
+            rearm_seen: None,
             is_cwnd_limited: false,
             max_packets_out: 0,
             cwnd_usage_seq: 0,

@@ -140,8 +140,13 @@ impl TcpSender {
         if sent > 0 || is_cwnd_limited {
             self.cwnd_validate(now, is_cwnd_limited);
         }
-        if sent > 0 && !probe {
-            self.schedule_loss_probe(now, false);
+        let probed = sent > 0 && !probe && self.schedule_loss_probe(now, false);
+        if std::mem::take(&mut self.rearm_due) && !probed {
+            // what tcp_event_new_data_sent's rearm would have left (a loss probe
+            // returns false at once, without touching the timer)
+            #[cfg(debug_assertions)]
+            debug_assert_eq!(self.rearm_seen.take(), Some(self.rearm_value(now)));
+            self.rearm_rto(now);
         }
     }
 
@@ -248,9 +253,17 @@ impl TcpSender {
         if self.in_cwnd_reduction() {
             self.prr_out += 1;
         }
-        // Linux tcp_event_new_data_sent: the RTO starts with the first segment out
+        // Linux tcp_event_new_data_sent: the RTO starts with the first segment out,
+        // or replaces a loss probe. Rearmed at the end of the pass (`after_write_xmit`)
+        // rather than here: nothing in between reads the timer or changes what the
+        // rearm computes from (`now`, the oldest segment, the RTO, which timer is
+        // pending), and the loss probe scheduled there usually replaces it.
         if prior_out == 0 || self.pending == Pending::Probe {
-            self.rearm_rto(now);
+            #[cfg(debug_assertions)]
+            if !self.rearm_due {
+                self.rearm_seen = Some(self.rearm_value(now));
+            }
+            self.rearm_due = true;
         }
         let p = self.data_packet(seq, now, false);
         out.push(p);
