@@ -42,10 +42,20 @@ pub const UNPACED_SEGMENTS: u64 = 10;
 pub fn default_rate(mss: u32, cwnd: u64, ssthresh: u64, packets_out: u64, srtt: Option<Duration>, ss_ratio: u32, ca_ratio: u32) -> u64 {
     // rate = mss * ((USEC_PER_SEC / 100) << 3) * ratio * segs / srtt_us(<<3)
     let ratio = if cwnd < ssthresh / 2 { ss_ratio } else { ca_ratio };
-    let rate = mss as u128 * ((1_000_000u128 / 100) << 3) * ratio as u128 * cwnd.max(packets_out) as u128;
-    let srtt8 = srtt.map_or(0, |d| (d.as_nanos() as u128 * 8 / 1000).max(1));
-    let rate = if srtt8 > 0 { rate / srtt8 } else { rate };
-    rate.min(u64::MAX as u128) as u64
+    let segs = cwnd.max(packets_out);
+    // in u64 when nothing overflows (always, in practice), else in u128: the same
+    // integers either way, without a u128 division's library call on every ACK
+    let small = (mss as u64 * ((1_000_000 / 100) << 3)).checked_mul(ratio as u64).and_then(|r| r.checked_mul(segs));
+    match (small, srtt.map(|d| d.as_nanos())) {
+        (Some(rate), Some(ns)) if ns <= u64::MAX / 8 => rate / (ns * 8 / 1000).max(1),
+        (Some(rate), None) => rate,
+        _ => {
+            let rate = mss as u128 * ((1_000_000u128 / 100) << 3) * ratio as u128 * segs as u128;
+            let srtt8 = srtt.map_or(0, |d| (d.as_nanos() as u128 * 8 / 1000).max(1));
+            let rate = if srtt8 > 0 { rate / srtt8 } else { rate };
+            rate.min(u64::MAX as u128) as u64
+        }
+    }
 }
 
 /// Linux `tcp_tso_autosize`: the segments of one burst at `rate` bytes per second:
@@ -120,6 +130,26 @@ mod tests {
         assert_eq!(default_rate(1460, 10, 10, 0, Some(Duration::from_nanos(33_333_333)), 200, 120), 525_601);
         // no RTT sample yet: no division, far above any link
         assert!(default_rate(1448, 10, 100, 0, None, 200, 120) > 10_000_000_000);
+    }
+
+    #[test]
+    fn the_u64_path_gives_the_u128_result_and_large_products_saturate() {
+        // the reference: Linux's formula in u128 throughout
+        let wide = |mss: u32, segs: u64, ratio: u32, srtt: Option<Duration>| -> u64 {
+            let rate = mss as u128 * 80_000 * ratio as u128 * segs as u128;
+            let srtt8 = srtt.map_or(0, |d| (d.as_nanos() as u128 * 8 / 1000).max(1));
+            (if srtt8 > 0 { rate / srtt8 } else { rate }).min(u64::MAX as u128) as u64
+        };
+        let srtts = [None, Some(Duration::from_nanos(1)), Some(Duration::from_nanos(124)), Some(Duration::from_nanos(33_333_333)), Some(Duration::from_secs(3)), Some(Duration::from_nanos(u64::MAX / 8 + 1)), Some(Duration::MAX)];
+        for mss in [1u32, 536, 1448, 65_000] {
+            for segs in [0u64, 1, 10, 1_000_000, 1 << 40, u64::MAX] {
+                for ratio in [120u32, 200, u32::MAX] {
+                    for srtt in srtts {
+                        assert_eq!(default_rate(mss, segs, u64::MAX, 0, srtt, ratio, ratio), wide(mss, segs, ratio, srtt), "mss {mss} segs {segs} ratio {ratio} srtt {srtt:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

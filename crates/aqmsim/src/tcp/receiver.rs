@@ -128,6 +128,8 @@ pub struct TcpReceiver {
     pub rcv_nxt: u64,
     /// Out-of-order data held, as sorted disjoint ranges.
     ooo: Vec<Range>,
+    /// Their payload bytes (the sum of `ooo`'s, kept as they change).
+    ofo_total: u64,
     /// Segments that most recently arrived out of order, newest first (for the order
     /// of SACK blocks, RFC 2018 §4).
     recent: [Option<u64>; SackBlocks::MAX],
@@ -210,6 +212,7 @@ impl TcpReceiver {
             last_rwnd: cfg.receive_window.map_or(UNLIMITED_WINDOW, |w| w.0),
             rcv_nxt: 0,
             ooo: Vec::new(),
+            ofo_total: 0,
             recent: [None; SackBlocks::MAX],
             unacked: 0,
             delack_deadline: None,
@@ -287,7 +290,8 @@ impl TcpReceiver {
 
     /// Payload bytes held out of order.
     fn ofo_bytes(&self) -> u64 {
-        self.ooo.iter().map(|r| r.bytes).sum()
+        debug_assert_eq!(self.ofo_total, self.ooo.iter().map(|r| r.bytes).sum::<u64>());
+        self.ofo_total
     }
 
     /// The span from `rcv_nxt` to the end of the highest out-of-order data, in
@@ -517,6 +521,7 @@ impl TcpReceiver {
                     self.rcv_nxt = first.end;
                     self.bytes_delivered += first.bytes;
                     self.unread += first.bytes;
+                    self.ofo_total -= first.bytes;
                     self.ooo.remove(0);
                     // RFC 5681 §4.2: ACK at once when a segment fills the gap
                     // (Linux: once the out-of-order queue is empty; while data is
@@ -687,6 +692,7 @@ impl TcpReceiver {
             Ok(_) => return,
             Err(i) => i,
         };
+        self.ofo_total += bytes;
         let joins_prev = i > 0 && self.ooo[i - 1].end == seq;
         let joins_next = i < self.ooo.len() && self.ooo[i].start == seq + 1;
         match (joins_prev, joins_next) {

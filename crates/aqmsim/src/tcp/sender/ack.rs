@@ -68,13 +68,14 @@ impl TcpSender {
         let mut pkts_acked = 0u64;
         let mut runt = false;
         if prior_packets > 0 && ack > self.snd_una {
-            for seq in self.snd_una..ack {
-                if self.rate_cc {
-                    // the front entries (snd_una moves after the loop)
-                    let s = self.board[0];
-                    let mut tx = self.rate_tx.pop_front().expect("rate entry");
-                    self.rate.on_delivered(&mut tx, s.sent_at, seq + 1, s.flags & EVER_RETRANS != 0, false, &mut rate);
+            if self.rate_cc {
+                // tcp_rate_skb_delivered for each acked segment, oldest first
+                let n = (ack - self.snd_una) as usize;
+                for (i, (s, mut tx)) in self.board.iter().zip(self.rate_tx.drain(..n)).enumerate() {
+                    self.rate.on_delivered(&mut tx, s.sent_at, self.snd_una + i as u64 + 1, s.flags & EVER_RETRANS != 0, false, &mut rate);
                 }
+            }
+            for seq in self.snd_una..ack {
                 let s = self.board.pop_front().expect("scoreboard entry");
                 if s.flags & EVER_RETRANS != 0 {
                     flag |= F_RETRANS_DATA_ACKED;
@@ -102,11 +103,10 @@ impl TcpSender {
                 if s.flags & SACKED == 0 {
                     rs.note(s.sent_at, seq + 1, s.delivered);
                 }
-                let payload = self.payload(seq);
-                runt = payload < self.cfg.mss.0 as u32;
-                self.stats.bytes_acked += payload as u64;
                 flag |= F_DATA_ACKED;
             }
+            runt = self.payload(ack - 1) < self.cfg.mss.0 as u32;
+            self.stats.bytes_acked += self.payload_bytes(self.snd_una, ack);
             self.snd_una = ack;
             while self.msgs.front().is_some_and(|&(end, _)| end <= ack) {
                 self.msgs.pop_front();

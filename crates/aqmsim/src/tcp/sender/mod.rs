@@ -216,6 +216,9 @@ pub struct TcpSender {
     reno_sacked: u64,
     /// End of the highest SACKed segment (`tcp_highest_sack_seq`, FACK).
     highest_sacked: u64,
+    /// The ranges the last ACK's SACK blocks covered, SACKed throughout
+    /// (`recv_sack_cache`; empty ranges unused).
+    sack_cache: [(u64, u64); crate::packet::SackBlocks::MAX],
     /// RFC 6675 mode: segments below this have been examined by the IsLost rule.
     lost_scan_from: u64,
     /// Lowest segment that may need a retransmission.
@@ -254,6 +257,12 @@ pub struct TcpSender {
     retransmits_in_row: u32,
     pending: Pending,
     timer_at: Time,
+    /// New data went out and the RTO is to be rearmed at the end of the pass
+    /// (`tcp_event_new_data_sent`, see `send_new`), and (debug builds) what the
+    /// rearm would have set when the data went.
+    rearm_due: bool,
+    #[cfg(debug_assertions)]
+    rearm_seen: Option<(Pending, Time)>,
     /// Congestion-window validation (`tcp_cwnd_validate`): limited by cwnd in the
     /// current window, the most outstanding in it, its end; the most used while not
     /// limited, and when cwnd was last fully used or changed.
@@ -323,6 +332,7 @@ impl TcpSender {
             lost_pending: 0,
             reno_sacked: 0,
             highest_sacked: 0,
+            sack_cache: Default::default(),
             lost_scan_from: 0,
             retx_hint: 0,
             retx_queue: VecDeque::new(),
@@ -345,6 +355,9 @@ impl TcpSender {
             retransmits_in_row: 0,
             pending: Pending::None,
             timer_at: Time::ZERO,
+            rearm_due: false,
+            #[cfg(debug_assertions)]
+            rearm_seen: None,
             is_cwnd_limited: false,
             max_packets_out: 0,
             cwnd_usage_seq: 0,

@@ -13,12 +13,24 @@ use super::{Pending, Rexmit, Seg, State, TcpSender, EVER_RETRANS, LOST, RETRANS,
 
 impl TcpSender {
     pub(super) fn payload(&self, seq: u64) -> u32 {
+        if self.msgs.is_empty() {
+            // a bulk transfer: every segment full (an empty deque's iterator is not free)
+            return self.cfg.mss.0 as u32;
+        }
         for &(end, last) in &self.msgs {
             if seq < end {
                 return if seq + 1 == end { last } else { self.cfg.mss.0 as u32 };
             }
         }
         self.cfg.mss.0 as u32
+    }
+
+    /// The payload bytes of segments `from..to`.
+    pub(super) fn payload_bytes(&self, from: u64, to: u64) -> u64 {
+        if self.msgs.is_empty() {
+            return (to - from) * self.cfg.mss.0;
+        }
+        (from..to).map(|seq| self.payload(seq) as u64).sum()
     }
 
     pub(super) fn data_packet(&mut self, seq: u64, now: Time, retx: bool) -> Packet {
@@ -128,8 +140,13 @@ impl TcpSender {
         if sent > 0 || is_cwnd_limited {
             self.cwnd_validate(now, is_cwnd_limited);
         }
-        if sent > 0 && !probe {
-            self.schedule_loss_probe(now, false);
+        let probed = sent > 0 && !probe && self.schedule_loss_probe(now, false);
+        if std::mem::take(&mut self.rearm_due) && !probed {
+            // what tcp_event_new_data_sent's rearm would have left (a loss probe
+            // returns false at once, without touching the timer)
+            #[cfg(debug_assertions)]
+            debug_assert_eq!(self.rearm_seen.take(), Some(self.rearm_value(now)));
+            self.rearm_rto(now);
         }
     }
 
@@ -214,10 +231,9 @@ impl TcpSender {
 
     /// Send the next `n` new segments back to back; their payload bytes.
     fn send_run(&mut self, n: u64, now: Time, out: &mut Vec<Packet>) -> u64 {
-        let mut bytes = 0;
+        let bytes = self.payload_bytes(self.snd_nxt, self.snd_nxt + n);
         for _ in 0..n {
             let seq = self.snd_nxt;
-            bytes += self.payload(seq) as u64;
             self.send_new(seq, now, out);
         }
         bytes
@@ -237,9 +253,17 @@ impl TcpSender {
         if self.in_cwnd_reduction() {
             self.prr_out += 1;
         }
-        // Linux tcp_event_new_data_sent: the RTO starts with the first segment out
+        // Linux tcp_event_new_data_sent: the RTO starts with the first segment out,
+        // or replaces a loss probe. Rearmed at the end of the pass (`after_write_xmit`)
+        // rather than here: nothing in between reads the timer or changes what the
+        // rearm computes from (`now`, the oldest segment, the RTO, which timer is
+        // pending), and the loss probe scheduled there usually replaces it.
         if prior_out == 0 || self.pending == Pending::Probe {
-            self.rearm_rto(now);
+            #[cfg(debug_assertions)]
+            if !self.rearm_due {
+                self.rearm_seen = Some(self.rearm_value(now));
+            }
+            self.rearm_due = true;
         }
         let p = self.data_packet(seq, now, false);
         out.push(p);

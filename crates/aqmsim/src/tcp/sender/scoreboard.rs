@@ -83,6 +83,7 @@ impl TcpSender {
     }
 
     /// Linux `tcp_sacktag_write_queue`, with `tcp_check_dsack`.
+    #[inline(never)]
     pub(super) fn sacktag(&mut self, a: &Packet, ack: u64, prior_snd_una: u64, now: Time, rs: &mut Newest, rate: &mut RateSample) -> SackTag {
         let mut st = SackTag { reord: self.snd_nxt, ..SackTag::default() };
         let mut blocks = a.sack.iter(a.seq);
@@ -141,11 +142,27 @@ impl TcpSender {
                 }
             }
         }
+        // Linux `recv_sack_cache`: the ranges the previous ACK's blocks covered are
+        // SACKed throughout (a block's processing SACKs every segment in it, and only
+        // the cumulative ACK takes a segment's SACKED flag away), so a block skips
+        // them without a scan.
+        let cache = std::mem::take(&mut self.sack_cache);
+        let mut n_cached = 0;
         for (start, end) in blocks {
             let lo = start.max(self.snd_una).max(ack);
             let hi = end.min(self.snd_nxt);
             let mut seq = lo;
+            if lo < hi && n_cached < self.sack_cache.len() {
+                self.sack_cache[n_cached] = (lo, hi);
+                n_cached += 1;
+            }
             while seq < hi {
+                if let Some(&(_, ce)) = cache.iter().find(|&&(cs, ce)| cs <= seq && seq < ce) {
+                    let to = ce.min(hi);
+                    debug_assert!(self.board.range((seq - self.snd_una) as usize..(to - self.snd_una) as usize).all(|s| s.flags & SACKED != 0));
+                    seq = to;
+                    continue;
+                }
                 // Each ACK repeats its blocks: most of a block was SACKed by earlier
                 // ACKs. Skip that part in one scan of the scoreboard.
                 let (from, to) = ((seq - self.snd_una) as usize, (hi - self.snd_una) as usize);

@@ -35,15 +35,20 @@ impl TcpSender {
     /// Linux `tcp_rearm_rto`: the RTO from now, or, replacing a probe or reordering
     /// timer, from the oldest segment's send time.
     pub(super) fn rearm_rto(&mut self, now: Time) {
+        (self.pending, self.timer_at) = self.rearm_value(now);
+    }
+
+    /// The timer and deadline `rearm_rto` sets at `now` (the deadline unchanged when
+    /// nothing is outstanding and no timer is left).
+    pub(super) fn rearm_value(&self, now: Time) -> (Pending, Time) {
         if self.outstanding() == 0 {
-            self.pending = Pending::None;
-            return;
+            return (Pending::None, self.timer_at);
         }
         let mut rto = self.rtt.rto();
         if matches!(self.pending, Pending::Probe | Pending::Reorder) {
             rto = Duration::from_nanos(self.rto_delta(now).max(1) as u64);
         }
-        self.set_timer(Pending::Rto, now, rto);
+        (Pending::Rto, self.timer_deadline(now, rto))
     }
 
     /// Linux `tcp_set_xmit_timer`: a tail loss probe if one may go, else the RTO.
