@@ -476,22 +476,27 @@ impl Network {
         self.refresh_wake(l, eng);
     }
 
-    /// The next packet of link `l`'s delivery pipe due by now, if any; when none is
-    /// left, the pipe's slot is set to its next head.
-    pub fn next_delivery<E: NetEvents>(&mut self, l: u16, eng: &mut Engine<E>) -> Option<Packet> {
+    /// The head of link `l`'s delivery pipe if it is due by now, in place (the
+    /// caller hands it to its endpoint, then drops it with
+    /// [`Network::pop_delivery`]); when none is due, the pipe's slot is set to its
+    /// next head.
+    #[inline]
+    pub fn delivery_head<E: NetEvents>(&self, l: u16, eng: &mut Engine<E>) -> Option<&Packet> {
         let pp = self.deliver[l as usize].expect("a delivery pipe");
-        let q = &mut self.pipes[pp as usize].q;
-        match q.front() {
-            Some(&(t, p)) if t <= eng.now() => {
-                q.pop_front();
-                Some(p)
-            }
+        match self.pipes[pp as usize].q.front() {
+            Some((t, p)) if *t <= eng.now() => Some(p),
             head => {
-                let t = head.map(|h| h.0);
-                eng.set_slot(self.deliver_slot[l as usize], t);
+                eng.set_slot(self.deliver_slot[l as usize], head.map(|h| h.0));
                 None
             }
         }
+    }
+
+    /// Drop the head of link `l`'s delivery pipe: delivered.
+    #[inline]
+    pub fn pop_delivery(&mut self, l: u16) {
+        let pp = self.deliver[l as usize].expect("a delivery pipe");
+        self.pipes[pp as usize].q.pop_front();
     }
 
     /// Bring every sampled link to just before `now` (a sample sees the state before
