@@ -90,6 +90,13 @@ pub struct Pipe {
     from: u16,
 }
 
+/// A link's delivery pipe (its index) and the engine slot of its head.
+#[derive(Clone, Copy, Debug)]
+pub struct DeliveryPipe {
+    pipe: usize,
+    slot: usize,
+}
+
 /// A flow's own extra delay before its first link (`path.flow_delay`): the same for
 /// all its packets, so the line stays in time order.
 #[derive(Debug, Default)]
@@ -476,27 +483,30 @@ impl Network {
         self.refresh_wake(l, eng);
     }
 
-    /// The head of link `l`'s delivery pipe if it is due by now, in place (the
-    /// caller hands it to its endpoint, then drops it with
-    /// [`Network::pop_delivery`]); when none is due, the pipe's slot is set to its
-    /// next head.
+    /// Link `l`'s delivery pipe and that pipe's engine slot.
     #[inline]
-    pub fn delivery_head<E: NetEvents>(&self, l: u16, eng: &mut Engine<E>) -> Option<&Packet> {
-        let pp = self.deliver[l as usize].expect("a delivery pipe");
-        match self.pipes[pp as usize].q.front() {
+    pub fn delivery_pipe(&self, l: u16) -> DeliveryPipe {
+        DeliveryPipe { pipe: self.deliver[l as usize].expect("a delivery pipe") as usize, slot: self.deliver_slot[l as usize] }
+    }
+
+    /// The head of delivery pipe `d` if it is due by now, in place (the caller
+    /// hands it to its endpoint, then drops it with [`Network::pop_delivery`]);
+    /// when none is due, the pipe's slot is set to its next head.
+    #[inline]
+    pub fn delivery_head<E: NetEvents>(&self, d: DeliveryPipe, eng: &mut Engine<E>) -> Option<&Packet> {
+        match self.pipes[d.pipe].q.front() {
             Some((t, p)) if *t <= eng.now() => Some(p),
             head => {
-                eng.set_slot(self.deliver_slot[l as usize], head.map(|h| h.0));
+                eng.set_slot(d.slot, head.map(|h| h.0));
                 None
             }
         }
     }
 
-    /// Drop the head of link `l`'s delivery pipe: delivered.
+    /// Drop the head of delivery pipe `d`: delivered.
     #[inline]
-    pub fn pop_delivery(&mut self, l: u16) {
-        let pp = self.deliver[l as usize].expect("a delivery pipe");
-        self.pipes[pp as usize].q.pop_front();
+    pub fn pop_delivery(&mut self, d: DeliveryPipe) {
+        self.pipes[d.pipe].q.pop_front();
     }
 
     /// Bring every sampled link to just before `now` (a sample sees the state before
