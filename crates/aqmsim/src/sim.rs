@@ -487,15 +487,22 @@ impl World {
         with_cx!(self, eng, fi, v, |ep, cx| ep.on_timer(&mut cx));
     }
 
-    /// Link `l`'s delivery pipe is due: hand each packet to its endpoint.
+    /// Link `l`'s delivery pipe is due: hand each packet due to its endpoint (read
+    /// in place in the pipe, then dropped from it).
     fn on_deliver(&mut self, eng: &mut Engine<Ev>, l: u16, v: u32) {
-        while let Some(p) = self.net.next_delivery(l, eng) {
-            self.rec.received(&p);
+        let d = self.net.delivery_pipe(l);
+        while let Some(p) = self.net.delivery_head(d, eng) {
+            self.rec.received(p);
             let fi = p.flow as usize;
-            if p.conn != self.flows[fi].ep.connection() {
+            let f = &mut self.flows[fi];
+            if p.conn != f.ep.connection() {
+                self.net.pop_delivery(d);
                 continue; // for an earlier connection of this flow: discarded
             }
-            with_cx!(self, eng, fi, v, |ep, cx| ep.on_packet(&p, &mut cx));
+            let mut cx = Cx { now: eng.now(), flow: fi as u32, out: &mut self.out, at: &mut self.at, rec: &mut self.rec, end: self.end, traced: f.traced };
+            f.ep.on_packet(p, &mut cx);
+            self.net.pop_delivery(d);
+            self.flush(eng, fi, v);
         }
     }
 

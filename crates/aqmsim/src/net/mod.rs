@@ -90,6 +90,13 @@ pub struct Pipe {
     from: u16,
 }
 
+/// A link's delivery pipe (its index) and the engine slot of its head.
+#[derive(Clone, Copy, Debug)]
+pub struct DeliveryPipe {
+    pipe: usize,
+    slot: usize,
+}
+
 /// A flow's own extra delay before its first link (`path.flow_delay`): the same for
 /// all its packets, so the line stays in time order.
 #[derive(Debug, Default)]
@@ -476,22 +483,30 @@ impl Network {
         self.refresh_wake(l, eng);
     }
 
-    /// The next packet of link `l`'s delivery pipe due by now, if any; when none is
-    /// left, the pipe's slot is set to its next head.
-    pub fn next_delivery<E: NetEvents>(&mut self, l: u16, eng: &mut Engine<E>) -> Option<Packet> {
-        let pp = self.deliver[l as usize].expect("a delivery pipe");
-        let q = &mut self.pipes[pp as usize].q;
-        match q.front() {
-            Some(&(t, p)) if t <= eng.now() => {
-                q.pop_front();
-                Some(p)
-            }
+    /// Link `l`'s delivery pipe and that pipe's engine slot.
+    #[inline]
+    pub fn delivery_pipe(&self, l: u16) -> DeliveryPipe {
+        DeliveryPipe { pipe: self.deliver[l as usize].expect("a delivery pipe") as usize, slot: self.deliver_slot[l as usize] }
+    }
+
+    /// The head of delivery pipe `d` if it is due by now, in place (the caller
+    /// hands it to its endpoint, then drops it with [`Network::pop_delivery`]);
+    /// when none is due, the pipe's slot is set to its next head.
+    #[inline]
+    pub fn delivery_head<E: NetEvents>(&self, d: DeliveryPipe, eng: &mut Engine<E>) -> Option<&Packet> {
+        match self.pipes[d.pipe].q.front() {
+            Some((t, p)) if *t <= eng.now() => Some(p),
             head => {
-                let t = head.map(|h| h.0);
-                eng.set_slot(self.deliver_slot[l as usize], t);
+                eng.set_slot(d.slot, head.map(|h| h.0));
                 None
             }
         }
+    }
+
+    /// Drop the head of delivery pipe `d`: delivered.
+    #[inline]
+    pub fn pop_delivery(&mut self, d: DeliveryPipe) {
+        self.pipes[d.pipe].q.pop_front();
     }
 
     /// Bring every sampled link to just before `now` (a sample sees the state before
