@@ -192,6 +192,8 @@ SCALING_MEMORY = ("1Gbps", "10Gbps", "60s", 1000)
 
 _CHILD = r"""
 import json, sys, time
+import numpy  # the run's columns come back as numpy arrays: load numpy (and its
+              # threads' start-up) before the measurement, not inside the first run
 from aqmlab import _core
 
 def status(key):
