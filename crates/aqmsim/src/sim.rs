@@ -494,15 +494,14 @@ impl World {
         while let Some(p) = self.net.delivery_head(d, eng) {
             self.rec.received(p);
             let fi = p.flow as usize;
-            let f = &mut self.flows[fi];
-            if p.conn != f.ep.connection() {
+            if p.conn != self.flows[fi].ep.connection() {
                 self.net.pop_delivery(d);
                 continue; // for an earlier connection of this flow: discarded
             }
-            let mut cx = Cx { now: eng.now(), flow: fi as u32, out: &mut self.out, at: &mut self.at, rec: &mut self.rec, end: self.end, traced: f.traced };
-            f.ep.on_packet(p, &mut cx);
-            self.net.pop_delivery(d);
-            self.flush(eng, fi, v);
+            with_cx!(self, eng, fi, v, |ep, cx| {
+                ep.on_packet(p, &mut cx);
+                self.net.pop_delivery(d)
+            });
         }
     }
 

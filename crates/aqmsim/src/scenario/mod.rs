@@ -191,15 +191,12 @@ fn legacy_cubic_table(path: &str, tcp: &mut toml::Table) -> Result<(), ScenarioE
         Some(other) => return Err(err(format!("{path}.cc"), format!("expected a congestion control name or table, got {}", other.type_str()))),
     };
     let kind = cc.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
+    // checked where it was written, so that an error names `tcp.cubic.<field>`
+    let given: crate::tcp::CubicParams = de_at(&format!("{path}.cubic"), toml::Value::Table(legacy.clone()))?;
     if kind == "cubic" {
-        // checked where it was written, so that an error names `tcp.cubic.<field>`
-        de_at::<crate::tcp::CubicParams>(&format!("{path}.cubic"), toml::Value::Table(legacy.clone()))?;
         cc.extend(legacy);
-    } else {
-        let given: crate::tcp::CubicParams = de_at(&format!("{path}.cubic"), toml::Value::Table(legacy))?;
-        if given != crate::tcp::CubicParams::default() {
-            return Err(err(format!("{path}.cubic"), format!("CUBIC's parameters, but this group's congestion control is \"{kind}\"")));
-        }
+    } else if given != crate::tcp::CubicParams::default() {
+        return Err(err(format!("{path}.cubic"), format!("CUBIC's parameters, but this group's congestion control is \"{kind}\"")));
     }
     tcp.insert("cc".into(), toml::Value::Table(cc));
     Ok(())
