@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use aqm::{Duration, Time};
 
-use crate::endpoint::{AnyEndpoint, AppEvent, Cx, Endpoint, FlowSetup};
-use crate::engine::{Engine, Model};
+use crate::endpoint::{AnyEndpoint, AppEvent, Cx, Endpoint, FlowSetup, SendStep};
+use crate::engine::{Engine, Key, Model};
 use crate::event::Packed;
 use crate::net::topology;
 use crate::net::{NetEvents, Network};
@@ -383,7 +383,7 @@ impl Model<Ev> for World {
                     let k = eng.key_of(v);
                     self.net.on_line(f, k, eng, &mut self.rec);
                 }
-                Ev::CbrSend(f) => self.app(eng, f as usize, AppEvent::Send, v),
+                Ev::CbrSend(f) => self.on_send(eng, f as usize, v),
                 Ev::Request(f) => self.app(eng, f as usize, AppEvent::Request, v),
                 Ev::AppStop(f) => self.app(eng, f as usize, AppEvent::Stop, v),
                 Ev::FlowStart(f) => self.on_flow_start(eng, f as usize, v),
@@ -392,6 +392,20 @@ impl Model<Ev> for World {
             },
         }
     }
+}
+
+/// Send `p` of a flow with `hosts` (sender, receiver) and connection `conn` during
+/// the event of key `k`, stamped with the next uid, its connection and hosts.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn send_one(net: &mut Network, rec: &mut Recorder, next_uid: &mut u64, hosts: [u16; 2], conn: u32, p: &mut Packet, k: Key, eng: &mut Engine<Ev>) {
+    let [sender, receiver] = hosts;
+    p.uid = *next_uid;
+    *next_uid += 1;
+    p.conn = conn;
+    (p.src_host, p.dst_host) = if p.kind.is_forward() { (sender, receiver) } else { (receiver, sender) };
+    rec.sent(p);
+    net.send(p, k, eng, rec);
 }
 
 /// Run an endpoint hook with its context, then send what it emitted (stamped with
@@ -424,19 +438,33 @@ impl World {
     /// Send the packets an endpoint emitted, stamped with its connection and hosts.
     fn send_out(&mut self, eng: &mut Engine<Ev>, fi: usize, v: u32) {
         let conn = self.flows[fi].ep.connection();
-        let [sender, receiver] = self.flows[fi].hosts;
+        let hosts = self.flows[fi].hosts;
         let k = eng.key_of(v);
         // stamped in place and passed down by reference: the packet is copied once,
         // where the network keeps it
         for p in self.out.iter_mut() {
-            p.uid = self.next_uid;
-            self.next_uid += 1;
-            p.conn = conn;
-            (p.src_host, p.dst_host) = if p.kind.is_forward() { (sender, receiver) } else { (receiver, sender) };
-            self.rec.sent(p);
-            self.net.send(p, k, eng, &mut self.rec);
+            send_one(&mut self.net, &mut self.rec, &mut self.next_uid, hosts, conn, p, k, eng);
         }
         self.out.clear();
+    }
+
+    /// A send event of flow `fi`: a lean datagram source ([`Endpoint::on_send`])
+    /// sends its datagram and asks for its next send event without a hook context
+    /// (it has no timers to poll); any other endpoint runs its `on_app` hook.
+    #[inline(never)]
+    fn on_send(&mut self, eng: &mut Engine<Ev>, fi: usize, v: u32) {
+        match self.flows[fi].ep.on_send(fi as u32, eng.now()) {
+            SendStep::Hook => self.app(eng, fi, AppEvent::Send, v),
+            SendStep::Nothing => {}
+            SendStep::Datagram(mut p, next) => {
+                debug_assert!(self.flows[fi].ep.poll_at().is_none(), "a lean source has no timers");
+                let (conn, hosts, k) = (self.flows[fi].ep.connection(), self.flows[fi].hosts, eng.key_of(v));
+                send_one(&mut self.net, &mut self.rec, &mut self.next_uid, hosts, conn, &mut p, k, eng);
+                if let Some(t) = next {
+                    eng.schedule(t, Ev::CbrSend(fi as u32));
+                }
+            }
+        }
     }
 
     /// Schedule the application events an endpoint hook asked for.

@@ -9,7 +9,7 @@
 use aqm::{Bytes, Ecn, Rate, Time};
 use serde::{Deserialize, Serialize};
 
-use super::{AppEvent, Cx, Endpoint, FlowSetup, TrafficKind};
+use super::{AppEvent, Cx, Endpoint, FlowSetup, SendStep, TrafficKind};
 use crate::packet::{Kind, Packet};
 use crate::record::{FlowSeries, FlowTable};
 
@@ -123,26 +123,39 @@ impl Cbr {
         (p, (next < self.stop).then_some(next))
     }
 
-    fn send(&mut self, cx: &mut Cx<'_>) {
-        if cx.now >= self.stop {
-            return;
+    /// The send event at `now`: the datagram, and the next send event's time.
+    #[inline]
+    fn step(&mut self, flow: u32, now: Time) -> SendStep {
+        if now >= self.stop {
+            return SendStep::Nothing;
         }
-        let (p, next) = self.emit(cx.flow, cx.now);
+        let (p, next) = self.emit(flow, now);
+        SendStep::Datagram(p, next)
+    }
+}
+
+/// A send step through a hook's context (the flow's start).
+pub(crate) fn step_in(step: SendStep, cx: &mut Cx<'_>) {
+    if let SendStep::Datagram(p, next) = step {
+        cx.out.push(p);
         if let Some(t) = next {
             cx.at.push((t, AppEvent::Send));
         }
-        cx.out.push(p);
     }
 }
 
 impl Endpoint for Cbr {
     fn start(&mut self, cx: &mut Cx<'_>) {
-        self.send(cx);
+        step_in(self.step(cx.flow, cx.now), cx);
     }
     fn on_app(&mut self, ev: AppEvent, cx: &mut Cx<'_>) {
         if ev == AppEvent::Send {
-            self.send(cx);
+            step_in(self.step(cx.flow, cx.now), cx);
         }
+    }
+    #[inline]
+    fn on_send(&mut self, flow: u32, now: Time) -> SendStep {
+        self.step(flow, now)
     }
     fn on_packet(&mut self, p: &Packet, cx: &mut Cx<'_>) {
         self.sink.on_packet(p, cx);

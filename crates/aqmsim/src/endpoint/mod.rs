@@ -37,6 +37,16 @@ pub enum AppEvent {
     Stop,
 }
 
+/// What a datagram source does at its send event ([`Endpoint::on_send`]).
+pub enum SendStep {
+    /// This datagram leaves now; the source's next send event is at this time.
+    Datagram(Packet, Option<Time>),
+    /// Nothing leaves (a stale or late send event).
+    Nothing,
+    /// Not a lean source: run [`Endpoint::on_app`] with [`AppEvent::Send`] in a context.
+    Hook,
+}
+
 /// What an endpoint's hook may use.
 pub struct Cx<'a> {
     pub now: Time,
@@ -64,6 +74,15 @@ pub trait Endpoint {
     fn on_timer(&mut self, _cx: &mut Cx<'_>) {}
     /// An application event it asked for is due.
     fn on_app(&mut self, _ev: AppEvent, _cx: &mut Cx<'_>) {}
+    /// Its send event ([`AppEvent::Send`]), the lean way: a datagram source without
+    /// protocol timers (its `poll_at` is always None) and without records of its
+    /// own on sending returns the datagram that leaves now and its next send time,
+    /// and the simulator sends and schedules them without a hook context. Any other
+    /// endpoint keeps the default, [`SendStep::Hook`]: its `on_app` runs.
+    #[inline]
+    fn on_send(&mut self, _flow: u32, _now: Time) -> SendStep {
+        SendStep::Hook
+    }
     /// When its protocol timers next need to run.
     fn poll_at(&self) -> Option<Time> {
         None
@@ -203,6 +222,10 @@ macro_rules! registry {
             }
             fn on_app(&mut self, ev: AppEvent, cx: &mut Cx<'_>) {
                 match self { $( AnyEndpoint::$variant(e) => e.on_app(ev, cx), )* }
+            }
+            #[inline]
+            fn on_send(&mut self, flow: u32, now: Time) -> SendStep {
+                match self { $( AnyEndpoint::$variant(e) => e.on_send(flow, now), )* }
             }
             #[inline]
             fn poll_at(&self) -> Option<Time> {

@@ -21,7 +21,8 @@ use aqm::{Bytes, Duration, Rate, Time};
 use serde::{Deserialize, Serialize};
 
 use super::cbr::{check_datagrams, datagram, DatagramSink};
-use super::{AppEvent, Cx, Endpoint, FlowSetup, TrafficKind};
+use super::cbr::step_in;
+use super::{AppEvent, Cx, Endpoint, FlowSetup, SendStep, TrafficKind};
 use crate::dist::TimeDist;
 use crate::packet::Packet;
 use crate::record::{FlowSeries, FlowTable};
@@ -167,22 +168,21 @@ impl OnOff {
         }
     }
 
-    /// Send the datagram due now and find the next.
-    fn send(&mut self, cx: &mut Cx<'_>) {
-        if self.next != Some(cx.now) {
-            return;
+    /// The send event at `now`: the datagram due now, and the next one's time.
+    #[inline]
+    fn step(&mut self, flow: u32, now: Time) -> SendStep {
+        if self.next != Some(now) {
+            return SendStep::Nothing;
         }
         // the bits up to now, less the datagram's: the rounding up to a whole
         // nanosecond is kept for the next one
-        self.credit += self.rate_bps as u128 * cx.now.saturating_since(self.credit_at).as_nanos() as u128;
+        self.credit += self.rate_bps as u128 * now.saturating_since(self.credit_at).as_nanos() as u128;
         self.credit -= self.need();
-        self.credit_at = cx.now;
-        cx.out.push(datagram(cx.flow, self.sent, self.size, self.ecn, cx.now));
+        self.credit_at = now;
+        let p = datagram(flow, self.sent, self.size, self.ecn, now);
         self.sent += 1;
         self.next = self.next_datagram();
-        if let Some(t) = self.next {
-            cx.at.push((t, AppEvent::Send));
-        }
+        SendStep::Datagram(p, self.next)
     }
 
     /// The datagrams' departure times up to `until`, for the tests.
@@ -209,8 +209,12 @@ impl Endpoint for OnOff {
     }
     fn on_app(&mut self, ev: AppEvent, cx: &mut Cx<'_>) {
         if ev == AppEvent::Send {
-            self.send(cx);
+            step_in(self.step(cx.flow, cx.now), cx);
         }
+    }
+    #[inline]
+    fn on_send(&mut self, flow: u32, now: Time) -> SendStep {
+        self.step(flow, now)
     }
     fn on_packet(&mut self, p: &Packet, cx: &mut Cx<'_>) {
         self.sink.on_packet(p, cx);

@@ -273,6 +273,7 @@ impl Network {
 
     /// A host sends `p` during the event of key `k`: it enters its first link, after
     /// the flow's own delay line if it has one.
+    #[inline(always)]
     pub fn send<E: NetEvents>(&mut self, p: &mut Packet, k: Key, eng: &mut Engine<E>, rec: &mut Recorder) {
         p.hop = self.flow_route[p.flow as usize][!p.kind.is_forward() as usize];
         let now = key_time(k);
