@@ -143,6 +143,8 @@ struct Flow {
     timer_at: Option<Time>,
     /// Record every ACK (`record.flow_trace`).
     traced: bool,
+    /// Its endpoint takes its packets without a hook context ([`Endpoint::lean_receiver`]).
+    lean_rx: bool,
     extra: Duration,
     ep: AnyEndpoint,
 }
@@ -188,7 +190,8 @@ impl Sim {
             let stop = g.common.stop.map_or(end, |s| (Time::ZERO + s).min(end));
             for (k, (start, extra)) in (0..g.common.count).zip(flow_draws(sc, gi)) {
                 let setup = FlowSetup { flow: flows.len() as u32, index: k, group: &g.common.name, group_index: gi as u16, seed: sc.seed, start, stop };
-                flows.push(Flow { group: gi as u16, hosts: host_ids[gi], start, timer_at: None, traced: false, extra, ep: g.traffic.build(&setup) });
+                let ep = g.traffic.build(&setup);
+                flows.push(Flow { group: gi as u16, hosts: host_ids[gi], start, timer_at: None, traced: false, lean_rx: ep.lean_receiver(), extra, ep });
                 flow_specs.push((gi as u16, extra));
             }
         }
@@ -522,9 +525,15 @@ impl World {
         while let Some(p) = self.net.delivery_head(d, eng) {
             self.rec.received(p);
             let fi = p.flow as usize;
-            if p.conn != self.flows[fi].ep.connection() {
+            let f = &mut self.flows[fi];
+            if p.conn != f.ep.connection() {
                 self.net.pop_delivery(d);
                 continue; // for an earlier connection of this flow: discarded
+            }
+            if f.lean_rx {
+                f.ep.receive(p, eng.now(), &mut self.rec);
+                self.net.pop_delivery(d);
+                continue;
             }
             with_cx!(self, eng, fi, v, |ep, cx| {
                 ep.on_packet(p, &mut cx);

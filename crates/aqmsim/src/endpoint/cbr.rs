@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{AppEvent, Cx, Endpoint, FlowSetup, SendStep, TrafficKind};
 use crate::packet::{Kind, Packet};
-use crate::record::{FlowSeries, FlowTable};
+use crate::record::{FlowSeries, FlowTable, Recorder};
 
 /// IPv4 (20 B) + UDP (8 B) headers of a CBR datagram.
 pub const UDP_HEADER: u32 = 28;
@@ -158,7 +158,14 @@ impl Endpoint for Cbr {
         self.step(flow, now)
     }
     fn on_packet(&mut self, p: &Packet, cx: &mut Cx<'_>) {
-        self.sink.on_packet(p, cx);
+        self.sink.on_packet(p, cx.now, cx.rec);
+    }
+    fn lean_receiver(&self) -> bool {
+        true
+    }
+    #[inline]
+    fn receive(&mut self, p: &Packet, now: Time, rec: &mut Recorder) {
+        self.sink.on_packet(p, now, rec);
     }
     fn sample(&self, r: &mut FlowSeries) {
         self.sink.sample(self.sent, r);
@@ -179,16 +186,18 @@ pub struct DatagramSink {
 }
 
 impl DatagramSink {
-    pub fn on_packet(&mut self, p: &Packet, cx: &mut Cx<'_>) {
+    /// Datagram `p` arrives at `now`.
+    #[inline]
+    pub fn on_packet(&mut self, p: &Packet, now: Time, rec: &mut Recorder) {
         self.received += 1;
         self.rx_bytes += p.size as u64;
-        if cx.rec.record_datagrams {
-            let r = &mut cx.rec.datagrams;
-            r.time_ns.push(cx.now.as_nanos());
+        if rec.record_datagrams {
+            let r = &mut rec.datagrams;
+            r.time_ns.push(now.as_nanos());
             r.flow.push(p.flow);
             r.seq.push(p.seq);
             r.size.push(p.size);
-            r.delay_ns.push(cx.now.saturating_since(p.sent_at).as_nanos());
+            r.delay_ns.push(now.saturating_since(p.sent_at).as_nanos());
             r.ce.push(p.ecn() == Ecn::Ce);
         }
     }

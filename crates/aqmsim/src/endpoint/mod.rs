@@ -70,6 +70,16 @@ pub trait Endpoint {
     fn start(&mut self, cx: &mut Cx<'_>);
     /// A packet of this flow reached one of its hosts.
     fn on_packet(&mut self, p: &Packet, cx: &mut Cx<'_>);
+    /// Whether it takes its packets the lean way ([`Endpoint::receive`]): a sink
+    /// that sends nothing back, asks for no events and has no timers.
+    fn lean_receiver(&self) -> bool {
+        false
+    }
+    /// A packet reached a lean receiver ([`Endpoint::lean_receiver`]): it counts
+    /// and records it, at `now`, without a hook context.
+    fn receive(&mut self, _p: &Packet, _now: Time, _rec: &mut Recorder) {
+        unreachable!("only lean receivers take packets without a context")
+    }
     /// Its protocol timers are due (see `poll_at`).
     fn on_timer(&mut self, _cx: &mut Cx<'_>) {}
     /// An application event it asked for is due.
@@ -215,6 +225,13 @@ macro_rules! registry {
             #[inline]
             fn on_packet(&mut self, p: &Packet, cx: &mut Cx<'_>) {
                 match self { $( AnyEndpoint::$variant(e) => e.on_packet(p, cx), )* }
+            }
+            fn lean_receiver(&self) -> bool {
+                match self { $( AnyEndpoint::$variant(e) => e.lean_receiver(), )* }
+            }
+            #[inline]
+            fn receive(&mut self, p: &Packet, now: Time, rec: &mut Recorder) {
+                match self { $( AnyEndpoint::$variant(e) => e.receive(p, now, rec), )* }
             }
             #[inline]
             fn on_timer(&mut self, cx: &mut Cx<'_>) {

@@ -25,7 +25,7 @@ use super::cbr::step_in;
 use super::{AppEvent, Cx, Endpoint, FlowSetup, SendStep, TrafficKind};
 use crate::dist::TimeDist;
 use crate::packet::Packet;
-use crate::record::{FlowSeries, FlowTable};
+use crate::record::{FlowSeries, FlowTable, Recorder};
 use crate::rng::SimRng;
 
 /// An on/off UDP source.
@@ -217,7 +217,14 @@ impl Endpoint for OnOff {
         self.step(flow, now)
     }
     fn on_packet(&mut self, p: &Packet, cx: &mut Cx<'_>) {
-        self.sink.on_packet(p, cx);
+        self.sink.on_packet(p, cx.now, cx.rec);
+    }
+    fn lean_receiver(&self) -> bool {
+        true
+    }
+    #[inline]
+    fn receive(&mut self, p: &Packet, now: Time, rec: &mut Recorder) {
+        self.sink.on_packet(p, now, rec);
     }
     fn sample(&self, r: &mut FlowSeries) {
         self.sink.sample(self.sent, r);
