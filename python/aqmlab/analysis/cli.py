@@ -50,8 +50,18 @@ def jtb_scenario(N: int, aqm_kind: str, duration_s: float, buffer_pkts: int, see
         "seed": seed,
         "bottleneck": {"rate": "6Mbps", "delay": "30ms", "buffer": f"{buffer_pkts}pkts", "aqm": jtb_aqm(aqm_kind)},
         "access": {"rate": "100Mbps", "delay": "1ms"},
-        # ns-2 FTP over TCP Reno-style congestion control in the paper: NewReno with SACK here
-        "flows": [{"name": "ftp", "kind": "bulk", "count": N, "start": {"uniform": ["0s", "1s"]}, "tcp": {"cc": "newreno"}}],
+        # ns-2 FTP over TCP Reno-style congestion control in the paper: NewReno with SACK
+        # here, with ns-2's sender and receiver as the jou-* scenarios model them (segment
+        # by segment, no receive buffer) instead of Linux's GSO skbs and receive buffer
+        "flows": [
+            {
+                "name": "ftp",
+                "kind": "bulk",
+                "count": N,
+                "start": {"uniform": ["0s", "1s"]},
+                "tcp": {"cc": "newreno", "gso": "off", "receive_buffer": "unlimited"},
+            }
+        ],
         "record": {"flow_series": True},
     }
 
