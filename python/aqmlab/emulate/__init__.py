@@ -413,6 +413,9 @@ def _run(names: Names, work: Path, src: Any, overrides: list[str], seed: int, sc
             "flow_counters": {
                 k: [int(send["final"].get(str(i), {}).get(k, 0)) for i in range(len(flows))] for k in ("dsack_dups", "reord_seen", "total_rto_recoveries")
             },
+            # whether the senders' and receivers' programs ran under SCHED_FIFO, at the
+            # bottleneck's priority
+            "traffic_realtime": bool(send.get("realtime")) and bool(recv.get("realtime")),
             # segmentation and receive offloads of the TUN devices (ethtool -k)
             "offloads": {"senders": send.get("offloads", {}), "receivers": recv.get("offloads", {})},
         }

@@ -30,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import json
+import os
 import selectors
 import signal
 import socket
@@ -56,6 +57,10 @@ ZEROS = memoryview(bytes(1 << 16))
 
 def now_ns() -> int:
     return time.monotonic_ns()
+
+
+# Whether this program runs under SCHED_FIFO (set by `main`).
+REALTIME = [False]
 
 
 def sleep_until(t_ns: int) -> None:
@@ -363,6 +368,7 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
                 "errors": errors,
                 "counters": tcp_counters(),
                 "offloads": offloads(plan["dev_recv"]) if plan.get("dev_recv") else {},
+                "realtime": REALTIME[0],
             },
             fh,
         )
@@ -583,6 +589,7 @@ def send_main(plan: dict[str, Any], out: str) -> None:
                 "per_download": per_download,
                 "counters": tcp_counters(),
                 "offloads": offloads(plan["dev_send"]) if plan.get("dev_send") else {},
+                "realtime": REALTIME[0],
             },
             fh,
         )
@@ -598,10 +605,28 @@ def _die_with_parent() -> None:
     die_with_parent(int(parent) if parent and parent.isdigit() else None)
 
 
+# The bottleneck's SCHED_FIFO priority (crates/aqmemu, `sys::realtime_priority`).
+REALTIME_PRIORITY = 10
+
+
+def realtime() -> bool:
+    """SCHED_FIFO at the bottleneck's priority for this program and the threads it
+    starts after (they inherit the policy): on a loaded machine the applications'
+    writes into and reads from their sockets then wait no longer than the
+    bottleneck's loop does, so the kernel's TCP is not held back by an application
+    the scheduler left aside. False where it cannot be had (not root)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(REALTIME_PRIORITY))
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
 def main(argv: list[str]) -> int:
     mode, plan_path = argv[0], argv[1]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops us
     _die_with_parent()
+    REALTIME[0] = realtime()
     with open(plan_path) as fh:
         plan = json.load(fh)
     if mode == "recv":

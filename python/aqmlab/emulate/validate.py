@@ -47,7 +47,7 @@ from typing import Any, Optional, Sequence
 from .. import _core
 
 # Bump when the emulator changes what a run measures: stored kernel runs are redone.
-EMULATOR_FORMAT = 1
+EMULATOR_FORMAT = 2
 
 
 @dataclass(frozen=True)
