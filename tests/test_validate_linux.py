@@ -18,3 +18,18 @@ def test_simulator_only_tcp_settings_keep_the_kernel_runs():
         assert run_key("linux", case, base + [o], 1) != run_key("linux", case, base, 1), o
     # and the simulated side is redone for any change of its scenario
     assert run_key("aqmlab", case, gso, 1, {"a": 1}) != run_key("aqmlab", case, base, 1, {"a": 2})
+
+
+def test_the_simulated_side_has_the_kernels_connections_and_the_emulators_path():
+    from aqmlab.emulate.validate import resolved
+
+    case = next(c for c in STANDARD if "16f" in c.name and "droptail" in c.name)
+    plain = resolved(case, list(case.overrides), align=False)
+    sc = resolved(case, list(case.overrides))
+    tcp = sc["flows"][0]["tcp"]
+    assert tcp["handshake"] is True and tcp["mss"] == "1448B" and tcp["header"] == "52B"
+    # the emulator's hosts reach the bottleneck through TUN devices: no access-link
+    # serialization, so the simulated access links are 1000 times the 100 Mb/s default
+    assert plain["access"]["rate"] == "100Mbps" and sc["access"]["rate"] == "100Gbps"
+    # the path's delays and the bottleneck stay the case's
+    assert sc["access"]["delay"] == plain["access"]["delay"] and sc["bottleneck"] == plain["bottleneck"]
