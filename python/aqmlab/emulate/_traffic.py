@@ -59,10 +59,6 @@ def now_ns() -> int:
     return time.monotonic_ns()
 
 
-# Whether this program runs under SCHED_FIFO (set by `main`).
-REALTIME = [False]
-
-
 def sleep_until(t_ns: int) -> None:
     while True:
         d = t_ns - now_ns()
@@ -206,7 +202,7 @@ def connect_from(port: int, dst: tuple[str, int], cc: str | None, until_ns: int)
             time.sleep(0.005)
 
 
-def recv_main(plan: dict[str, Any], out: str) -> None:
+def recv_main(plan: dict[str, Any], out: str, rt: bool) -> None:
     if plan.get("set_offloads") and plan.get("dev_recv"):
         set_offloads(plan["dev_recv"], plan["set_offloads"])
     interval, base = plan["interval_ns"], plan["base_port"]
@@ -368,7 +364,7 @@ def recv_main(plan: dict[str, Any], out: str) -> None:
                 "errors": errors,
                 "counters": tcp_counters(),
                 "offloads": offloads(plan["dev_recv"]) if plan.get("dev_recv") else {},
-                "realtime": REALTIME[0],
+                "realtime": rt,
             },
             fh,
         )
@@ -402,7 +398,7 @@ class _Totals:
         return out
 
 
-def send_main(plan: dict[str, Any], out: str) -> None:
+def send_main(plan: dict[str, Any], out: str, rt: bool) -> None:
     if plan.get("set_offloads") and plan.get("dev_send"):
         set_offloads(plan["dev_send"], plan["set_offloads"])
     base = plan["base_port"]
@@ -589,7 +585,7 @@ def send_main(plan: dict[str, Any], out: str) -> None:
                 "per_download": per_download,
                 "counters": tcp_counters(),
                 "offloads": offloads(plan["dev_send"]) if plan.get("dev_send") else {},
-                "realtime": REALTIME[0],
+                "realtime": rt,
             },
             fh,
         )
@@ -626,13 +622,13 @@ def main(argv: list[str]) -> int:
     mode, plan_path = argv[0], argv[1]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops us
     _die_with_parent()
-    REALTIME[0] = realtime()
+    rt = realtime()
     with open(plan_path) as fh:
         plan = json.load(fh)
     if mode == "recv":
-        recv_main(plan, plan_path + ".recv.json")
+        recv_main(plan, plan_path + ".recv.json", rt)
     elif mode == "send":
-        send_main(plan, plan_path + ".send.json")
+        send_main(plan, plan_path + ".send.json", rt)
     else:
         print(f"unknown mode {mode}", file=sys.stderr)
         return 2

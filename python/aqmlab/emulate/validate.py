@@ -172,7 +172,7 @@ def resolved(case: Case, over: Sequence[str], align: bool = True) -> dict[str, A
     from ..scenario import resolve
 
     base = resolve(case.scenario, list(over))
-    extra = [a.format(i=i) for i, g in enumerate(base["flows"]) if g["kind"] != "cbr" for a in ALIGN] + list(PATH_ALIGN) if align else []
+    extra = ([a.format(i=i) for i, g in enumerate(base["flows"]) if g["kind"] != "cbr" for a in ALIGN] + list(PATH_ALIGN)) if align else []
     return resolve(case.scenario, list(over) + extra)
 
 

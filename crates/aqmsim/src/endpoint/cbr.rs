@@ -144,9 +144,23 @@ pub(crate) fn step_in(step: SendStep, cx: &mut Cx<'_>) {
     }
 }
 
-impl Endpoint for Cbr {
+/// A UDP source and its sink (`cbr`, `onoff`): what they differ in. Their
+/// [`Endpoint`] is this one: sends by the lean path ([`Endpoint::on_send`]), the
+/// sink takes its datagrams the lean way ([`Endpoint::receive`]), no timers.
+pub trait DatagramSource {
+    /// The flow starts.
+    fn begin(&mut self, cx: &mut Cx<'_>);
+    /// The send event at `now`: the datagram due, and the next send event's time.
+    fn step(&mut self, flow: u32, now: Time) -> SendStep;
+    fn sink(&self) -> &DatagramSink;
+    fn sink_mut(&mut self) -> &mut DatagramSink;
+    /// Datagrams sent so far.
+    fn sent(&self) -> u64;
+}
+
+impl<S: DatagramSource> Endpoint for S {
     fn start(&mut self, cx: &mut Cx<'_>) {
-        step_in(self.step(cx.flow, cx.now), cx);
+        self.begin(cx);
     }
     fn on_app(&mut self, ev: AppEvent, cx: &mut Cx<'_>) {
         if ev == AppEvent::Send {
@@ -158,20 +172,39 @@ impl Endpoint for Cbr {
         self.step(flow, now)
     }
     fn on_packet(&mut self, p: &Packet, cx: &mut Cx<'_>) {
-        self.sink.on_packet(p, cx.now, cx.rec);
+        self.sink_mut().on_packet(p, cx.now, cx.rec);
     }
     fn lean_receiver(&self) -> bool {
         true
     }
     #[inline]
     fn receive(&mut self, p: &Packet, now: Time, rec: &mut Recorder) {
-        self.sink.on_packet(p, now, rec);
+        self.sink_mut().on_packet(p, now, rec);
     }
     fn sample(&self, r: &mut FlowSeries) {
-        self.sink.sample(self.sent, r);
+        self.sink().sample(self.sent(), r);
     }
     fn finish(&self, t: &mut FlowTable) {
-        self.sink.finish(self.sent, t);
+        self.sink().finish(self.sent(), t);
+    }
+}
+
+impl DatagramSource for Cbr {
+    fn begin(&mut self, cx: &mut Cx<'_>) {
+        step_in(self.step(cx.flow, cx.now), cx);
+    }
+    #[inline]
+    fn step(&mut self, flow: u32, now: Time) -> SendStep {
+        Cbr::step(self, flow, now)
+    }
+    fn sink(&self) -> &DatagramSink {
+        &self.sink
+    }
+    fn sink_mut(&mut self) -> &mut DatagramSink {
+        &mut self.sink
+    }
+    fn sent(&self) -> u64 {
+        self.sent
     }
 }
 

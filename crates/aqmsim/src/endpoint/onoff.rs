@@ -20,12 +20,9 @@
 use aqm::{Bytes, Duration, Rate, Time};
 use serde::{Deserialize, Serialize};
 
-use super::cbr::{check_datagrams, datagram, DatagramSink};
-use super::cbr::step_in;
-use super::{AppEvent, Cx, Endpoint, FlowSetup, SendStep, TrafficKind};
+use super::cbr::{check_datagrams, datagram, DatagramSink, DatagramSource};
+use super::{AppEvent, Cx, FlowSetup, SendStep, TrafficKind};
 use crate::dist::TimeDist;
-use crate::packet::Packet;
-use crate::record::{FlowSeries, FlowTable, Recorder};
 use crate::rng::SimRng;
 
 /// An on/off UDP source.
@@ -201,36 +198,24 @@ impl OnOff {
     }
 }
 
-impl Endpoint for OnOff {
-    fn start(&mut self, cx: &mut Cx<'_>) {
+impl DatagramSource for OnOff {
+    fn begin(&mut self, cx: &mut Cx<'_>) {
         if let Some(t) = self.next {
             cx.at.push((t, AppEvent::Send));
         }
     }
-    fn on_app(&mut self, ev: AppEvent, cx: &mut Cx<'_>) {
-        if ev == AppEvent::Send {
-            step_in(self.step(cx.flow, cx.now), cx);
-        }
-    }
     #[inline]
-    fn on_send(&mut self, flow: u32, now: Time) -> SendStep {
-        self.step(flow, now)
+    fn step(&mut self, flow: u32, now: Time) -> SendStep {
+        OnOff::step(self, flow, now)
     }
-    fn on_packet(&mut self, p: &Packet, cx: &mut Cx<'_>) {
-        self.sink.on_packet(p, cx.now, cx.rec);
+    fn sink(&self) -> &DatagramSink {
+        &self.sink
     }
-    fn lean_receiver(&self) -> bool {
-        true
+    fn sink_mut(&mut self) -> &mut DatagramSink {
+        &mut self.sink
     }
-    #[inline]
-    fn receive(&mut self, p: &Packet, now: Time, rec: &mut Recorder) {
-        self.sink.on_packet(p, now, rec);
-    }
-    fn sample(&self, r: &mut FlowSeries) {
-        self.sink.sample(self.sent, r);
-    }
-    fn finish(&self, t: &mut FlowTable) {
-        self.sink.finish(self.sent, t);
+    fn sent(&self) -> u64 {
+        self.sent
     }
 }
 
