@@ -21,25 +21,31 @@ impl Kind {
     pub const Syn: Kind = Kind(2);
     pub const SynAck: Kind = Kind(3);
     pub const Udp: Kind = Kind(4);
+    /// A pure ACK the sender sends forward: the handshake's third segment (RFC 9293
+    /// §3.5, Linux `tcp_rcv_synsent_state_process` sends it at once on the SYN-ACK).
+    /// A kind of its own because an [`Kind::Ack`] travels the reverse path; the
+    /// records write it as an `ack`, as the emulator records the kernel's.
+    pub const FwdAck: Kind = Kind(5);
 
     pub fn name(self) -> &'static str {
-        ["data", "ack", "syn", "synack", "udp"][self.0 as usize]
+        ["data", "ack", "syn", "synack", "udp", "ack"][self.0 as usize]
     }
     /// Forward (sender to receiver) or reverse.
     #[inline]
     pub fn is_forward(self) -> bool {
-        matches!(self, Kind::Data | Kind::Syn | Kind::Udp)
+        matches!(self, Kind::Data | Kind::Syn | Kind::Udp | Kind::FwdAck)
     }
-    /// The number the records write for it (0 data, 1 ack, 2 syn, 3 synack, 4 udp).
+    /// The number the records write for it (0 data, 1 ack, 2 syn, 3 synack, 4 udp;
+    /// a forward ACK is an ack, 1).
     #[inline]
     pub const fn code(self) -> u8 {
-        self.0
+        if self.0 == Kind::FwdAck.0 { Kind::Ack.0 } else { self.0 }
     }
 }
 
 impl std::fmt::Debug for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(["Data", "Ack", "Syn", "SynAck", "Udp"][self.0 as usize])
+        f.write_str(["Data", "Ack", "Syn", "SynAck", "Udp", "FwdAck"][self.0 as usize])
     }
 }
 
@@ -82,7 +88,8 @@ impl SackBlocks {
 pub struct Packet {
     /// Unique per run, in creation order.
     pub uid: u64,
-    /// Data: segment number. ACK: cumulative ACK (next expected segment).
+    /// Data: segment number. ACK: cumulative ACK (next expected segment). Forward
+    /// ACK: 0 (the receiver sends no data).
     pub seq: u64,
     /// ACK: receive window advertised, in bytes.
     pub rwnd: u64,
@@ -214,10 +221,11 @@ impl QPacket for Packet {
     fn dst_host(&self) -> u64 {
         self.dst_host as u64
     }
-    /// ACKs only: the simulator's data segments carry no acknowledgement. Sequence
-    /// numbers count segments; timestamps are the send times in microseconds.
+    /// ACKs only (either way): the simulator's data segments carry no
+    /// acknowledgement. Sequence numbers count segments; timestamps are the send
+    /// times in microseconds.
     fn tcp_ack(&self) -> Option<TcpAck> {
-        if self.kind != Kind::Ack {
+        if self.kind != Kind::Ack && self.kind != Kind::FwdAck {
             return None;
         }
         let mut a = TcpAck { ack: self.seq as u32, pure: true, ece: self.ece(), cwr: self.cwr(), ..TcpAck::default() };

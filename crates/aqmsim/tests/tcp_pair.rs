@@ -279,6 +279,43 @@ fn handshake_adds_one_round_trip_and_measures_it() {
 }
 
 #[test]
+fn the_receiver_measures_its_rtt_from_the_syn_ack_to_the_handshake_s_ack() {
+    // RFC 9293 §3.5, Linux tcp_synack_rtt_meas. The path: 50 ms each way, the forward
+    // link 10 Mb/s. The SYN (40 B, 32 us) reaches the receiver at 50.032 ms and its
+    // SYN-ACK the sender at 100.032 ms; the sender's ACK (40 B) takes the forward
+    // link first and arrives at 100.032 + 0.032 + 50 = 150.064 ms: RTT 100.032 ms.
+    // The whole initial window is lost, so the first data arrives only after a
+    // loss probe or timeout, hundreds of ms later: the sample must not come from it.
+    let c = TcpConfig { handshake: true, ..cfg() };
+    let mut p = Pair::new(c.clone(), |seq, retx, _| seq < 10 && !retx);
+    p.start(Some(20 * 1460));
+    p.run(Time::from_millis(151));
+    assert_eq!(p.rcv.stats.segments, 0);
+    assert_eq!(p.rcv.srtt(), Some(Duration::from_micros(100_032)));
+    p.run(Time::from_secs(10));
+    assert!(p.snd.is_done() && p.lost == 10);
+    assert!(p.sends[&0][1] > Time::from_millis(300), "{:?}", p.sends[&0]);
+    assert_eq!(p.rcv.srtt(), Some(Duration::from_micros(100_032)));
+
+    // the ACK lost (here: held back past everything else): the first data segment
+    // completes the handshake and gives the sample. It leaves at 100.064 ms, after
+    // the ACK's 32 us on the link, takes 1500 B / 10 Mb/s = 1.2 ms and arrives at
+    // 151.264 ms: RTT 101.232 ms
+    let mut p = Pair::new(c, |_, _, _| false);
+    p.delay = Box::new(|pkt, _| if pkt.kind == Kind::FwdAck { Duration::from_secs(1000) } else { Duration::ZERO });
+    p.start(Some(20 * 1460));
+    p.run(Time::from_secs(10));
+    assert!(p.snd.is_done());
+    assert_eq!(p.rcv.srtt(), Some(Duration::from_micros(101_232)));
+
+    // without a handshake the receiver has no estimate
+    let mut p = Pair::new(cfg(), |_, _, _| false);
+    p.start(Some(20 * 1460));
+    p.run(Time::from_secs(10));
+    assert!(p.snd.is_done() && p.rcv.srtt().is_none());
+}
+
+#[test]
 fn a_lost_syn_is_retried_after_the_initial_rto() {
     let c = TcpConfig { handshake: true, ..cfg() };
     let mut p = Pair::new(c, |_, _, _| false);

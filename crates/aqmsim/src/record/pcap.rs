@@ -172,6 +172,9 @@ pub fn write_record(out: &mut Vec<u8>, t: Time, p: &Packet, tcp: Option<FlowTcp>
                 }
                 (1, byte(p.seq), 0x10, (p.rwnd >> WSCALE).min(0xffff) as u16, 0)
             }
+            // the handshake's third segment: the sender's first sequence number,
+            // acknowledging the SYN-ACK
+            Kind::FwdAck => (1, 1, 0x10, 0xffff, 0),
             Kind::Syn | Kind::SynAck => {
                 // MSS (RFC 9293 §3.2), NOP + window scale (RFC 7323 §2.2), SACK permitted (RFC 2018) + 2 NOPs
                 opts.extend_from_slice(&[2, 4]);
@@ -343,6 +346,24 @@ mod tests {
         assert_eq!((ip[1] & 3, ip[9]), (2, 17));
         let u = &r[36..44];
         assert_eq!((u16::from_be_bytes([u[0], u[1]]), u16::from_be_bytes([u[2], u[3]]), u16::from_be_bytes([u[4], u[5]])), (1028, 5004, 180));
+    }
+
+    #[test]
+    fn the_handshake_ack_goes_from_the_sender_s_port_with_the_ack_flag_alone() {
+        // flow 3's third segment: 10.0.0.1:1027 -> 10.0.0.2:5201, seq 1, ack 1, ACK
+        let mut p = Packet::new(1, 3, Kind::FwdAck, 40, Time::ZERO);
+        (p.src_host, p.dst_host) = (0, 1);
+        let r = record(&p, TCP);
+        assert_eq!((u32::from_le_bytes(r[8..12].try_into().unwrap()), u32::from_le_bytes(r[12..16].try_into().unwrap())), (40, 40));
+        let ip = &r[16..36];
+        assert_eq!((u16::from_be_bytes([ip[2], ip[3]]), ip[9]), (40, 6));
+        assert_eq!((&ip[12..16], &ip[16..20]), (&[10, 0, 0, 1][..], &[10, 0, 0, 2][..]));
+        let tcp = &r[36..56];
+        let be32 = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        assert_eq!((u16::from_be_bytes([tcp[0], tcp[1]]), u16::from_be_bytes([tcp[2], tcp[3]])), (1024 + 3, 5201));
+        assert_eq!((be32(&tcp[4..]), be32(&tcp[8..]), tcp[12] >> 4, tcp[13]), (1, 1, 5, 0x10));
+        let sum = ones_sum(ones_sum(0, &ip[12..20]) + 6 + 20, tcp);
+        assert!(verifies(sum));
     }
 
     #[test]

@@ -99,7 +99,7 @@ pub struct TcpReceiver {
     header: u32,
     /// Linux's clock tick: the delayed-ACK timer fires on it.
     tick: Duration,
-    /// The receiver's own RTT estimate (a handshake's SYN-ACK to first segment) and
+    /// The receiver's own RTT estimate (a handshake's SYN-ACK to its ACK) and
     /// RTO (`srtt_us`, `icsk_rto`), and its receive-side RTT estimate from the
     /// timestamps echoed on data (`rcv_rtt_est`, 1/8 weight).
     srtt: Option<Duration>,
@@ -237,6 +237,12 @@ impl TcpReceiver {
         }
     }
 
+    /// The receiver's own RTT estimate (Linux's passive side's `srtt_us`): the
+    /// handshake's, none without a handshake. It caps the delayed-ACK timeout.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.srtt
+    }
+
     pub fn poll_at(&self) -> Option<Time> {
         match (self.delack_deadline, self.comp_deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -276,9 +282,33 @@ impl TcpReceiver {
                 out.push(sa);
                 self.synack_sent_at = Some(now);
             }
+            Kind::FwdAck => self.on_handshake_ack(now),
             Kind::Data => self.on_data(p, now, out),
             _ => {}
         }
+    }
+
+    /// The handshake's RTT sample, taken once, on the handshake's ACK (RFC 9293
+    /// §3.5: it moves the passive side from SYN-RECEIVED to ESTABLISHED) or, if
+    /// that ACK was lost or came late, on the first data segment, which completes
+    /// the handshake as well. Linux `tcp_synack_rtt_meas`: now minus the SYN-ACK's
+    /// send time, through `tcp_ack_update_rtt` (so srtt = that sample and the RTO
+    /// `srtt + max(4 * rttvar, rto_min)` with rttvar = srtt / 2, RFC 6298 §2.2);
+    /// `TCP_TIMEOUT_INIT` stays the RTO before.
+    fn take_synack_rtt(&mut self, now: Time) {
+        if let Some(t) = self.synack_sent_at.take() {
+            let r = now.saturating_since(t);
+            self.srtt = Some(r);
+            self.rto = r + (r + r).max(self.rto_min);
+        }
+    }
+
+    /// The handshake's third segment (a pure ACK, [`Kind::FwdAck`]): the RTT
+    /// sample, and the connection is established (Linux `tcp_rcv_state_process`
+    /// in `TCP_SYN_RECV`: `tcp_init_transfer` sizes the receive buffer).
+    fn on_handshake_ack(&mut self, now: Time) {
+        self.take_synack_rtt(now);
+        self.establish(now);
     }
 
     /// Linux `tcp_incr_quickack`: ACK the next segments at once.
@@ -300,8 +330,8 @@ impl TcpReceiver {
         self.ooo.last().map_or(0, |r| (r.end - self.rcv_nxt) * self.mss)
     }
 
-    /// Linux's receive buffer, made at the first segment (the connection's
-    /// establishment for the autotuning's first measure).
+    /// Linux's receive buffer, made at the connection's establishment (the
+    /// handshake's ACK, else the first segment) for the autotuning's first measure.
     fn establish(&mut self, now: Time) {
         if self.linux_buffer && self.buf.is_none() {
             self.buf = Some(RcvBuf::new(self.mss, now));
@@ -441,13 +471,8 @@ impl TcpReceiver {
         self.stats.segments += 1;
         self.establish(now);
         let seq = p.seq;
-        if let Some(t) = self.synack_sent_at.take() {
-            // the handshake's RTT, as Linux's passive side measures it from its
-            // SYN-ACK (tcp_synack_rtt_meas): its RTO follows (TCP_TIMEOUT_INIT before)
-            let r = now.saturating_since(t);
-            self.srtt = Some(r);
-            self.rto = r + (r + r).max(self.rto_min);
-        }
+        // the handshake's ACK was lost: this segment completes the handshake
+        self.take_synack_rtt(now);
         if self.mode == EcnMode::Rfc3168 && p.cwr() {
             // RFC 3168 §6.1.3; Linux ACKs a segment with CWR at once
             // (`tcp_ecn_accept_cwr`; not under AccECN, whose CWR bit is part of ACE)

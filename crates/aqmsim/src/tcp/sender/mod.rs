@@ -554,11 +554,35 @@ impl TcpSender {
                 }
                 self.pending = Pending::None;
                 self.established(now);
+                self.send_handshake_ack(p, now, out);
                 self.push(now, out, Rexmit::None);
             }
             (State::Established, Kind::Ack) => self.on_ack(p, now, out),
             _ => {}
         }
+    }
+
+    /// The handshake's third segment: RFC 9293 §3.5 (the active side, on the
+    /// SYN-ACK, "sends an ACK segment"); Linux `tcp_rcv_synsent_state_process` sends
+    /// it at once as a pure ACK (`tcp_send_ack`, unless a write is pending or the
+    /// socket defers accept, neither of which a bulk sender does). It carries a
+    /// timestamp echoing the SYN-ACK's (RFC 7323 §3), header bytes only, Not-ECT
+    /// (RFC 3168 §6.1.4: pure ACKs are not ECN-capable); under AccECN its ACE
+    /// feeds back the SYN-ACK's IP-ECN field (RFC 9768 §3.2.2.1, Table 3: Not-ECT
+    /// 0b010, ECT(1) 0b011, ECT(0) 0b100, CE 0b110). The passive side takes its RTT
+    /// sample on it (the receiver's `Kind::FwdAck`).
+    fn send_handshake_ack(&self, synack: &Packet, now: Time, out: &mut Vec<Packet>) {
+        let mut a = Packet::new(0, self.flow, Kind::FwdAck, self.cfg.header.0 as u32, now);
+        a.ts_echo = self.ts_recent;
+        if self.accecn {
+            a.set_ace(match synack.ecn() {
+                aqm::Ecn::NotEct => 0b010,
+                aqm::Ecn::Ect1 => 0b011,
+                aqm::Ecn::Ect0 => 0b100,
+                aqm::Ecn::Ce => 0b110,
+            });
+        }
+        out.push(a);
     }
 
     /// Internal consistency of the scoreboard counters (for tests).
