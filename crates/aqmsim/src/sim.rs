@@ -189,7 +189,9 @@ impl Sim {
         for (gi, g) in sc.flows.iter().enumerate() {
             let stop = g.common.stop.map_or(end, |s| (Time::ZERO + s).min(end));
             for (k, (start, extra)) in (0..g.common.count).zip(flow_draws(sc, gi)) {
-                let setup = FlowSetup { flow: flows.len() as u32, index: k, group: &g.common.name, group_index: gi as u16, seed: sc.seed, start, stop };
+                let (fwd, rev) = sc.path_delays(gi);
+                let base_rtt = fwd + rev + extra + extra;
+                let setup = FlowSetup { flow: flows.len() as u32, index: k, group: &g.common.name, group_index: gi as u16, seed: sc.seed, start, stop, base_rtt };
                 let ep = g.traffic.build(&setup);
                 flows.push(Flow { group: gi as u16, hosts: host_ids[gi], start, timer_at: None, traced: false, lean_rx: ep.lean_receiver(), extra, ep });
                 flow_specs.push((gi as u16, extra));

@@ -16,7 +16,7 @@ pub mod downloads;
 pub mod onoff;
 pub mod tcp_flow;
 
-use aqm::Time;
+use aqm::{Duration, Time};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -119,6 +119,9 @@ pub struct FlowSetup<'a> {
     pub start: Time,
     /// No application activity at or after this time (the group's `stop`, or the end).
     pub stop: Time,
+    /// The flow's two-way propagation delay (its path both ways, with its own extra
+    /// delay): what a handshake on the empty path would measure.
+    pub base_rtt: Duration,
 }
 
 impl FlowSetup<'_> {

@@ -23,6 +23,8 @@ pub struct TcpFlow {
     /// The run's seed and the flow's stream name, for each connection's controller
     /// stream (BBR draws its gain cycle's starting phase from it).
     rng_name: Option<(u64, String)>,
+    /// The flow's path RTT, given to each connection's receiver.
+    path_rtt: Option<Duration>,
 }
 
 fn min_opt<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
@@ -39,14 +41,18 @@ fn window_col(w: u64) -> i64 {
 
 impl TcpFlow {
     pub fn new(flow: u32, cfg: &TcpConfig) -> TcpFlow {
-        TcpFlow { snd: TcpSender::new(flow, cfg), rcv: TcpReceiver::new(flow, cfg), conn: 0, delivered_before: 0, stats_before: SenderStats::default(), min_rtt_before: None, rng_name: None }
+        TcpFlow { snd: TcpSender::new(flow, cfg), rcv: TcpReceiver::new(flow, cfg), conn: 0, delivered_before: 0, stats_before: SenderStats::default(), min_rtt_before: None, rng_name: None, path_rtt: None }
     }
 
     /// Give each connection's congestion controller its own random stream, named
-    /// after the flow's group and index.
+    /// after the flow's group and index; and its receiver the flow's path RTT, which
+    /// stands in for a handshake's RTT sample when there is no handshake
+    /// ([`TcpReceiver::assume_path_rtt`]).
     pub fn seeded(mut self, f: &FlowSetup<'_>) -> TcpFlow {
         self.rng_name = Some((f.seed, format!("group.{}.flow.{}.cc", f.group, f.index)));
         self.seed_cc();
+        self.path_rtt = Some(f.base_rtt);
+        self.rcv.assume_path_rtt(f.base_rtt);
         self
     }
 
@@ -64,6 +70,9 @@ impl TcpFlow {
         self.min_rtt_before = min_opt(self.min_rtt_before, self.snd.min_rtt());
         self.snd = TcpSender::new(flow, cfg);
         self.rcv = TcpReceiver::new(flow, cfg);
+        if let Some(r) = self.path_rtt {
+            self.rcv.assume_path_rtt(r);
+        }
         self.seed_cc();
     }
 

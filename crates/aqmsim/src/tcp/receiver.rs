@@ -99,7 +99,8 @@ pub struct TcpReceiver {
     header: u32,
     /// Linux's clock tick: the delayed-ACK timer fires on it.
     tick: Duration,
-    /// The receiver's own RTT estimate (a handshake's SYN-ACK to its ACK) and
+    /// The receiver's own RTT estimate (a handshake's SYN-ACK to its ACK, or the
+    /// path's two-way propagation delay without a handshake) and
     /// RTO (`srtt_us`, `icsk_rto`), and its receive-side RTT estimate from the
     /// timestamps echoed on data (`rcv_rtt_est`, 1/8 weight).
     srtt: Option<Duration>,
@@ -108,6 +109,8 @@ pub struct TcpReceiver {
     rcv_rtt: Option<Duration>,
     last_tsecr: u64,
     synack_sent_at: Option<Time>,
+    /// The connection opens with a handshake (`tcp.handshake`).
+    handshake: bool,
     /// The largest window to advertise (a fixed window, or unlimited).
     rwnd: u64,
     /// The window policy (tcp/window: DRS, Palermo).
@@ -202,6 +205,7 @@ impl TcpReceiver {
             rcv_rtt: None,
             last_tsecr: 0,
             synack_sent_at: None,
+            handshake: cfg.handshake,
             rwnd: cfg.receive_window.map_or(UNLIMITED_WINDOW, |w| w.0),
             window: cfg.receiver.build(cfg.mss.0),
             linux_buffer: cfg.receive_buffer == ReceiveBuffer::Linux,
@@ -238,7 +242,8 @@ impl TcpReceiver {
     }
 
     /// The receiver's own RTT estimate (Linux's passive side's `srtt_us`): the
-    /// handshake's, none without a handshake. It caps the delayed-ACK timeout.
+    /// handshake's, or without one the path's ([`Self::assume_path_rtt`]). It caps
+    /// the delayed-ACK timeout.
     pub fn srtt(&self) -> Option<Duration> {
         self.srtt
     }
@@ -300,6 +305,21 @@ impl TcpReceiver {
             let r = now.saturating_since(t);
             self.srtt = Some(r);
             self.rto = r + (r + r).max(self.rto_min);
+        }
+    }
+
+    /// Without a handshake, the RTT sample a handshake on the empty path would have
+    /// given: the flow's two-way propagation delay, as srtt and RTO as
+    /// [`Self::take_synack_rtt`] sets them. The simulator's stand-in for what Linux
+    /// always has (`tcp_synack_rtt_meas`): without it the receiver has no RTT
+    /// estimate, and its delayed-ACK timeout is bounded only by `TCP_DELACK_MAX`
+    /// instead of `max(srtt, TCP_DELACK_MIN)` (`tcp_send_delayed_ack`), so a lone
+    /// segment's ACK can come later than the sender's loss probe. With a handshake
+    /// it does nothing: the handshake measures.
+    pub fn assume_path_rtt(&mut self, rtt: Duration) {
+        if !self.handshake && self.srtt.is_none() {
+            self.srtt = Some(rtt);
+            self.rto = rtt + (rtt + rtt).max(self.rto_min);
         }
     }
 
@@ -854,6 +874,34 @@ mod tests {
         // the delayed-ACK rules alone: no receive buffer (its window-growth ACKs are
         // tested below and in rcvbuf.rs)
         TcpReceiver::new(0, &TcpConfig { quickack, receive_buffer: ReceiveBuffer::Unlimited, ..TcpConfig::default() })
+    }
+
+    #[test]
+    fn without_a_handshake_the_path_rtt_caps_the_delayed_ack_as_a_handshake_s_would() {
+        // tcp_send_delayed_ack: an ato of 120 ms is bounded by max(srtt, 40 ms) when
+        // the receiver has an RTT estimate, else only by TCP_DELACK_MAX (200 ms)
+        let delack = |r: &mut TcpReceiver| {
+            r.ato = Some(Duration::from_millis(120));
+            r.delack_deadline = None;
+            r.send_delayed_ack(Time::ZERO, &mut Vec::new());
+            r.delack_deadline.unwrap().saturating_since(Time::ZERO)
+        };
+        let mut r = rx(0);
+        assert_eq!(r.srtt(), None);
+        assert_eq!(delack(&mut r), Duration::from_millis(120));
+        r.assume_path_rtt(Duration::from_millis(20));
+        assert_eq!(r.srtt(), Some(Duration::from_millis(20)));
+        // the RTO as from a handshake's sample: 20 + max(2 * 20, 200) ms
+        assert_eq!(r.rto, Duration::from_millis(220));
+        assert_eq!(delack(&mut r), Duration::from_millis(40));
+        // a long path: the cap is its RTT
+        let mut r = rx(0);
+        r.assume_path_rtt(Duration::from_millis(100));
+        assert_eq!(delack(&mut r), Duration::from_millis(100));
+        // with a handshake the handshake measures: the path's RTT is not taken
+        let mut r = TcpReceiver::new(0, &TcpConfig { handshake: true, receive_buffer: ReceiveBuffer::Unlimited, ..TcpConfig::default() });
+        r.assume_path_rtt(Duration::from_millis(20));
+        assert_eq!(r.srtt(), None);
     }
 
     #[test]
