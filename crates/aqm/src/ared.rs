@@ -54,6 +54,8 @@ impl Default for SlidingParams {
 }
 
 impl SlidingParams {
+    // the negated comparisons reject NaN too
+    #[allow(clippy::nonminimal_bool)]
     pub fn validate(&self) -> Result<(), String> {
         if !(self.gamma > 0.0 && self.gamma < 1.0) {
             return Err(format!("sliding.gamma: must be in (0, 1), got {}", self.gamma));

@@ -344,11 +344,11 @@ mod tests {
             q.enqueue(pkt(i, 1500), &mut ctx(t, &mut r), &mut drops);
             want += 0.0025;
             assert!((q.p_m() - want).abs() < 1e-15, "{} vs {want}", q.p_m());
-            t = t + Duration::from_millis(101);
+            t += Duration::from_millis(101);
         }
         for _ in 0..4 {
             q.dequeue(&mut ctx(t, &mut r), &mut drops);
-            t = t + Duration::from_millis(101);
+            t += Duration::from_millis(101);
         }
         assert!((q.p_m() - 0.024).abs() < 1e-12, "{}", q.p_m());
         assert_eq!(drops.len(), 10);

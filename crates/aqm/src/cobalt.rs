@@ -50,6 +50,7 @@ pub struct CobaltConsts {
 
 /// COBALT's state (sch_cake `struct cobalt_vars`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Default)]
 pub struct CobaltVars {
     /// CoDel's signal count.
     pub count: u32,
@@ -64,12 +65,6 @@ pub struct CobaltVars {
     pub dropping: bool,
 }
 
-impl Default for CobaltVars {
-    fn default() -> Self {
-        // cobalt_vars_init: all zero (rec_inv_sqrt is taken from the cache when used)
-        CobaltVars { count: 0, rec_inv_sqrt: 0, drop_next: 0, blue_timer: 0, p_drop: 0, dropping: false }
-    }
-}
 
 /// What [`should_drop`] decided for a packet just dequeued.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

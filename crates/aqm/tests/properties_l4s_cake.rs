@@ -207,8 +207,8 @@ fn play(spec: &AqmSpec, limit: Limit, ops: &[Op], seed: u64) -> Result<Vec<(u64,
             fate.push((d.pkt.id, d.cause.name()));
         }
         let b = q.backlog();
-        prop_assert!(!limit.packets.is_some_and(|p| b.packets > p), "backlog {b:?} over {limit:?}");
-        prop_assert!(!limit.bytes.is_some_and(|x| b.bytes > x), "backlog {b:?} over {limit:?}");
+        prop_assert!(limit.packets.is_none_or(|p| b.packets <= p), "backlog {b:?} over {limit:?}");
+        prop_assert!(limit.bytes.is_none_or(|x| b.bytes <= x), "backlog {b:?} over {limit:?}");
         if let Some(p) = q.probe().drop_prob {
             prop_assert!((0.0..=1.0).contains(&p), "drop probability {p}");
         }

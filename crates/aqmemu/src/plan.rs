@@ -96,7 +96,7 @@ pub fn plan(sc: &Scenario) -> Result<Plan, ScenarioError> {
                         sizes.push(d.sizes.sample(&mut r));
                         let think = d.think.sample(&mut r);
                         thinks.push(think.as_nanos());
-                        t = t + think;
+                        t += think;
                     }
                     App::Downloads { sizes, thinks_ns: thinks, persistent: d.connection == Connection::Persistent }
                 }

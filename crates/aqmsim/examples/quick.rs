@@ -3,7 +3,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let name = args.first().cloned().unwrap_or_else(|| "madpie-proof".into());
     let text = aqmsim::builtin::get(&name).expect("built-in scenario");
-    let sc = aqmsim::Scenario::from_toml(text, &args.get(1..).unwrap_or(&[])).unwrap_or_else(|e| panic!("{e}"));
+    let sc = aqmsim::Scenario::from_toml(text, args.get(1..).unwrap_or(&[])).unwrap_or_else(|e| panic!("{e}"));
     let out = aqmsim::run(&sc, &mut |_| true).unwrap_or_else(|e| panic!("{e}"));
     let p = &out.packets;
     let mut soj: Vec<i64> = (0..p.len()).filter(|&i| p.event[i] == 1).map(|i| p.sojourn_ns[i]).collect();

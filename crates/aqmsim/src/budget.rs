@@ -347,7 +347,7 @@ pub fn estimate(sc: &Scenario) -> Estimate {
         // an event row for each arrival (enqueue or drop) and each departure, at most
         // what the side can send of the smallest packets crossing it
         let departures = if small[si].is_finite() { arrivals[si].min(side.cap / small[si]) } else { 0.0 };
-        if sc.record.packets && sc.record.links.iter().any(|l| *l == side.name) {
+        if sc.record.packets && sc.record.links.contains(&side.name) {
             packet_rows += arrivals[si] + departures;
         }
         // a side that limits a group (or is offered more than it carries) keeps its

@@ -73,7 +73,8 @@ fn every_scenario_runs_as_pinned() {
     let pinned_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/digests.txt");
     // two threads: the cases are independent runs
     let results: Vec<(String, u64)> = std::thread::scope(|s| {
-        let (a, b): (Vec<(usize, &Case)>, Vec<(usize, &Case)>) = cases.iter().enumerate().partition(|(i, _)| i % 2 == 0);
+        type Half<'a> = Vec<(usize, &'a Case)>;
+        let (a, b): (Half, Half) = cases.iter().enumerate().partition(|(i, _)| i % 2 == 0);
         let ha = s.spawn(move || a.into_iter().map(|(i, c)| (i, digest(c))).collect::<Vec<_>>());
         let hb = s.spawn(move || b.into_iter().map(|(i, c)| (i, digest(c))).collect::<Vec<_>>());
         let mut all: Vec<(usize, (String, u64))> = ha.join().unwrap();

@@ -401,7 +401,7 @@ fn a_persistent_connection_restarts_its_window_after_idling() {
         assert!(p.snd.is_done());
         let grown = p.snd.w.cwnd;
         assert!(grown > 50.0, "{grown}");
-        p.now = p.now + Duration::from_secs(5);
+        p.now += Duration::from_secs(5);
         let mut out = Vec::new();
         p.snd.send_more(p.now, 100 * 1460 + 7, &mut out);
         p.rcv.expect_more(p.snd.app_segments());
@@ -419,7 +419,7 @@ fn a_persistent_connection_restarts_its_window_after_idling() {
     p.start(Some(300 * 1460));
     p.run(Time::from_secs(30));
     let (grown, rto) = (p.snd.w.cwnd, p.snd.rtt.rto());
-    p.now = p.now + rto.mul_f64(1.5);
+    p.now += rto.mul_f64(1.5);
     let mut out = Vec::new();
     p.snd.send_more(p.now, 100 * 1460, &mut out);
     assert_eq!(p.snd.w.cwnd, (grown / 2.0).floor().max(10.0));

@@ -162,8 +162,8 @@ pub fn play(spec: &AqmSpec, limit: Limit, ops: &[Op], seed: u64) -> Result<Playe
             leave(&mut out, &mut fate, d.pkt, d.cause.name())?;
         }
         let b = q.backlog();
-        check!(!limit.packets.is_some_and(|p| b.packets > p), "backlog {b:?} over {limit:?}");
-        check!(!limit.bytes.is_some_and(|x| b.bytes > x), "backlog {b:?} over {limit:?}");
+        check!(limit.packets.is_none_or(|p| b.packets <= p), "backlog {b:?} over {limit:?}");
+        check!(limit.bytes.is_none_or(|x| b.bytes <= x), "backlog {b:?} over {limit:?}");
         if let Some(p) = q.probe().drop_prob {
             check!((0.0..=1.0).contains(&p), "drop probability {p}");
         }

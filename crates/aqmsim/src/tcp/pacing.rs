@@ -52,7 +52,7 @@ pub fn default_rate(mss: u32, cwnd: u64, ssthresh: u64, packets_out: u64, srtt: 
         _ => {
             let rate = mss as u128 * ((1_000_000u128 / 100) << 3) * ratio as u128 * segs as u128;
             let srtt8 = srtt.map_or(0, |d| (d.as_nanos() as u128 * 8 / 1000).max(1));
-            let rate = if srtt8 > 0 { rate / srtt8 } else { rate };
+            let rate = rate.checked_div(srtt8).unwrap_or(rate);
             rate.min(u64::MAX as u128) as u64
         }
     }
@@ -138,7 +138,7 @@ mod tests {
         let wide = |mss: u32, segs: u64, ratio: u32, srtt: Option<Duration>| -> u64 {
             let rate = mss as u128 * 80_000 * ratio as u128 * segs as u128;
             let srtt8 = srtt.map_or(0, |d| (d.as_nanos() as u128 * 8 / 1000).max(1));
-            (if srtt8 > 0 { rate / srtt8 } else { rate }).min(u64::MAX as u128) as u64
+            rate.checked_div(srtt8).unwrap_or(rate).min(u64::MAX as u128) as u64
         };
         let srtts = [None, Some(Duration::from_nanos(1)), Some(Duration::from_nanos(124)), Some(Duration::from_nanos(33_333_333)), Some(Duration::from_secs(3)), Some(Duration::from_nanos(u64::MAX / 8 + 1)), Some(Duration::MAX)];
         for mss in [1u32, 536, 1448, 65_000] {

@@ -30,7 +30,7 @@ pub fn data_sent(cfg: &TcpConfig, rate_bps: Option<u64>, one_way: Duration, end:
         for p in std::mem::take(&mut out) {
             n += 1;
             if p.kind == Kind::Data {
-                sends.push((t, p.clone()));
+                sends.push((t, p));
             }
             let at = match rate_bps {
                 Some(r) if p.kind.is_forward() => {

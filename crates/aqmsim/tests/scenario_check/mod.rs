@@ -355,7 +355,7 @@ const TYPED: &[(&str, &[&str])] = &[
 pub fn overrides(m: &mut Mix, n: usize) -> Vec<String> {
     (0..n)
         .map(|_| match m.below(10) {
-            0 => format!("{}", m.pick(VALUES)),
+            0 => m.pick(VALUES).to_string(),
             1..=4 => {
                 let (k, vs) = TYPED[m.below(TYPED.len())];
                 format!("{k}={}", m.pick(vs))

@@ -248,12 +248,10 @@ impl TcpSender {
             self.retrans_stamp = None;
         } else if self.snd_una >= self.high_seq {
             match self.ca_state {
-                CaState::Cwr => {
-                    // held until something above high_seq is acked, for the CWR flag
-                    if self.snd_una != self.high_seq {
-                        self.end_cwnd_reduction(now);
-                        self.set_ca_state(CaState::Open, now);
-                    }
+                // held until something above high_seq is acked, for the CWR flag
+                CaState::Cwr if self.snd_una != self.high_seq => {
+                    self.end_cwnd_reduction(now);
+                    self.set_ca_state(CaState::Open, now);
                 }
                 CaState::Recovery => {
                     if !self.cfg.sack {

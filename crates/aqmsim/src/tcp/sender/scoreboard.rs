@@ -185,7 +185,7 @@ impl TcpSender {
                         if seq < self.highest_sacked && seq < st.reord {
                             st.reord = seq;
                         }
-                        if seq + 1 <= self.high_seq {
+                        if seq < self.high_seq {
                             st.flag |= F_ORIG_SACK_ACKED;
                         }
                         st.first_sackt.get_or_insert(s.sent_at);

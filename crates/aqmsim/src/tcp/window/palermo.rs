@@ -127,6 +127,8 @@ impl PalermoParams {
         ("probe_time", "how long a probe holds the window at min_segments (BBR: 200 ms; at least two rounds)"),
     ];
 
+    // the negated comparisons reject NaN too
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     pub fn validate(&self) -> Result<(), String> {
         if !(self.gain >= 1.0 && self.gain.is_finite()) {
             return Err(format!("gain: must be at least 1, got {}", self.gain));
@@ -530,7 +532,7 @@ mod tests {
         assert_eq!(p.reverts, 1);
         // DRS window: twice the bytes of a round (40 000, with the ring's max) + 10 MSS
         let w = p.window().unwrap();
-        assert!(w >= 2 * 40_000 && w <= 2 * 40_000 + 10 * MSS + 1000, "{w}");
+        assert!((2 * 40_000..=2 * 40_000 + 10 * MSS + 1000).contains(&w), "{w}");
         // The competitor leaves: our rate is back at the capacity.
         let t4 = feed(&mut p, t3, 400, 1, 400_000, &mut rx);
         assert_eq!(p.mode, Mode::Drs);
