@@ -236,6 +236,6 @@ EXPERIMENT = Reproduction(
         "The AQMs test leaves out the first 10 s (metrics.warmup): with 64 flows the slow start fills the 1000-packet buffer and CoDel takes about 5 s to drain it (p99 1.1 s in 0-5 s, 60-150 ms after 10 s).",
         "Target delays 5 and 20 ms are our choice (the slides do not list them). 10 Mbps is our choice (the slides give no rate).",
         "ECN ratio: per seed, CE marks per arriving packet (ECN on) over drops per arriving packet (ECN off, same seed), after the first 10 s; mean ± sd over the seeds.",
-        "The receivers model Linux's receive buffer (tcp.receive_buffer = \"linux\": every segment that grows the window, and every pushed segment, is ACKed at once) and the senders Linux's GSO skbs with their PSH (tcp.gso = \"linux\"), the defaults. With receivers that ACK every second segment and senders without GSO (\"unlimited\", \"off\") the tally was 27 / 3 / 5 instead of 29 / 1 / 5: the ECN table's 64-flow rows, PIE 4.23 and ARED 5.76 (close) instead of 5.17 and 4.79 (agree).",
+        "The receivers model Linux's receive buffer (tcp.receive_buffer = \"linux\": every segment that grows the window, and every pushed segment, is ACKed at once) and the senders Linux's GSO skbs with their PSH (tcp.gso = \"linux\"), the defaults (the changelog records how the verdicts moved when they became the defaults).",
     ],
 )
