@@ -8,6 +8,7 @@
 //! run (`poll_at`), as in smoltcp and quinn-proto.
 
 pub mod cc;
+pub mod jiffies;
 pub mod minmax;
 pub mod pacing;
 pub mod rate;
@@ -89,7 +90,8 @@ pub struct TcpConfig {
     /// the receiver ACKs at most every min(1 ms, RTT/20) (Linux tcp_comp_sack_nr 44).
     pub sack_compression: bool,
     /// Linux's clock tick, 1/HZ: its retransmission, probe and delayed-ACK timers
-    /// fire on it and its RTO is a whole number of ticks (this machine's kernel:
+    /// fire on it (on the timer wheel's tick after their expiry) and its RTO is a
+    /// whole number of ticks (this machine's kernel:
     /// HZ = 250, 4 ms; 0: exact timers).
     pub tick: Duration,
     /// Retransmission timeout formula: "linux" (default: SRTT + max(4 RTTVAR,

@@ -21,6 +21,7 @@
 
 use aqm::{Duration, Time};
 
+use super::jiffies;
 use super::rcvbuf::RcvBuf;
 use super::window::ReceiveWindow;
 use super::{EcnMode, ReceiveBuffer, TcpConfig};
@@ -138,7 +139,10 @@ pub struct TcpReceiver {
     recent: [Option<u64>; SackBlocks::MAX],
     /// In-order segments received since the last ACK (`rcv_nxt - rcv_wup`).
     unacked: u32,
+    /// The delayed ACK's expiry (`icsk_ack.timeout`, on a tick) and when the timer
+    /// wheel runs it.
     delack_deadline: Option<Time>,
+    delack_runs_at: Option<Time>,
     /// The SACK-compression timer.
     comp_deadline: Option<Time>,
     /// RFC 7323 §4.3: TS.Recent, the timestamp to echo on ACKs, and Last.ACK.sent,
@@ -220,6 +224,7 @@ impl TcpReceiver {
             recent: [None; SackBlocks::MAX],
             unacked: 0,
             delack_deadline: None,
+            delack_runs_at: None,
             comp_deadline: None,
             ts_recent: 0,
             last_ack_sent: 0,
@@ -249,19 +254,15 @@ impl TcpReceiver {
     }
 
     pub fn poll_at(&self) -> Option<Time> {
-        match (self.delack_deadline, self.comp_deadline) {
+        match (self.delack_runs_at, self.comp_deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    /// A timer `d` from `now` on Linux's clock: it fires on a tick boundary.
+    /// A timer `d` from `now` on Linux's clock: the tick it expires on.
     fn timer_at(&self, now: Time, d: Duration) -> Time {
-        let g = self.tick.as_nanos();
-        if g <= 1 {
-            return now + d;
-        }
-        Time::from_nanos((now.as_nanos() / g + d.as_nanos().div_ceil(g)) * g)
+        jiffies::expiry(now, d, self.tick)
     }
 
     pub fn on_packet(&mut self, p: &Packet, now: Time, out: &mut Vec<Packet>) {
@@ -680,6 +681,11 @@ impl TcpReceiver {
             }
             timeout = timeout.min(d);
         }
+        // sk_reset_timer (mod_timer): the wheel runs the timer after its expiry; an
+        // unchanged expiry keeps its bucket
+        if self.delack_deadline != Some(timeout) || self.delack_runs_at.is_none() {
+            self.delack_runs_at = Some(jiffies::runs_at(now, timeout, self.tick));
+        }
         self.delack_deadline = Some(timeout);
     }
 
@@ -839,6 +845,7 @@ impl TcpReceiver {
         self.ack_now = false;
         self.pushed = 0;
         self.delack_deadline = None;
+        self.delack_runs_at = None;
         self.comp_deadline = None;
         self.compressed_ack = 0;
         self.stats.acks_sent += 1;
@@ -846,7 +853,7 @@ impl TcpReceiver {
 
     /// Send the delayed (or compressed) ACK if its timer is due.
     pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
-        if self.delack_deadline.is_some_and(|d| d <= now) {
+        if self.delack_runs_at.is_some_and(|d| d <= now) {
             // Linux tcp_delack_timer_handler: a delayed ACK that had to wait for the
             // timer inflates ato (up to the RTO)
             if let Some(ato) = self.ato {
@@ -931,21 +938,24 @@ mod tests {
 
     #[test]
     fn delayed_ack_every_second_segment_or_after_the_timer() {
-        // ato 40 ms (TCP_ATO_MIN) on Linux's 4 ms tick: data at 1 ms -> jiffy 0 + 10
-        // ticks: the timer fires at 40 ms
+        // ato 40 ms (TCP_ATO_MIN) on Linux's 4 ms tick: data at 1 ms -> expires on
+        // jiffy 0 + 10 ticks (40 ms); the timer wheel runs it on the next tick, 44 ms
         let mut r = rx(0);
         let mut out = Vec::new();
         r.on_packet(&data(0), Time::from_millis(1), &mut out);
         assert!(out.is_empty());
-        assert_eq!(r.poll_at(), Some(Time::from_millis(40)));
+        assert_eq!(r.poll_at(), Some(Time::from_millis(44)));
         r.on_packet(&data(1), Time::from_millis(2), &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].seq, 2);
-        // a third segment 1 ms later: ato = 40 / 2 + 20 = 40 ms again
+        // a third segment 1 ms later: ato = 40 / 2 + 20 = 40 ms again; expires on
+        // jiffy 10 (40 ms), runs on jiffy 11 (44 ms)
         r.on_packet(&data(2), Time::from_millis(3), &mut out);
-        r.on_timer(Time::from_millis(39), &mut out);
-        assert_eq!(out.len(), 1, "not yet due at 39 ms");
         r.on_timer(Time::from_millis(40), &mut out);
+        assert_eq!(out.len(), 1, "not yet run at its expiry, 40 ms");
+        r.on_timer(Time::from_millis(43), &mut out);
+        assert_eq!(out.len(), 1, "not yet run at 43 ms");
+        r.on_timer(Time::from_millis(44), &mut out);
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].seq, 3);
         // the timer had to fire: ato doubles (Linux inflates it, up to the RTO)
@@ -1033,8 +1043,8 @@ mod tests {
     #[test]
     fn ato_follows_the_spacing_of_the_data() {
         // Linux tcp_event_data_recv: segments 30 ms apart (between ato_min/2 and ato):
-        // ato = ato / 2 + 30 ms = 50 ms; the delayed ACK waits 50 ms (a multiple of the
-        // 4 ms tick from the arrival's tick)
+        // ato = ato / 2 + 30 ms = 50 ms; the delayed ACK expires 50 ms (a multiple of
+        // the 4 ms tick) from the arrival's tick
         let mut r = rx(0);
         let mut out = Vec::new();
         r.on_packet(&data(0), Time::from_millis(100), &mut out);
@@ -1042,8 +1052,9 @@ mod tests {
         assert_eq!(out.len(), 1);
         r.on_packet(&data(2), Time::from_millis(131), &mut out);
         assert_eq!(r.ato, Some(Duration::from_millis(50)));
-        // 131 ms is in tick 32 (128 ms); 50 ms is 13 ticks (52 ms): fires at 180 ms
-        assert_eq!(r.poll_at(), Some(Time::from_millis(180)));
+        // 131 ms is in tick 32 (128 ms); 50 ms is 13 ticks (52 ms): expires at 180
+        // ms, and the timer wheel runs it one tick later, at 184 ms
+        assert_eq!(r.poll_at(), Some(Time::from_millis(184)));
     }
 
     #[test]

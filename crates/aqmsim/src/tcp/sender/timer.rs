@@ -5,19 +5,16 @@
 use aqm::{Duration, Time};
 
 use crate::packet::Packet;
-use crate::tcp::Recovery;
+use crate::tcp::{jiffies, Recovery};
 use crate::tcp::cc::{CaState, CongestionControl};
 use super::{Pending, Rexmit, State, TcpSender, LOST, RETRANS, SACKED};
 
 impl TcpSender {
     /// A timer `d` from `now` on Linux's clock (`inet_csk_reset_xmit_timer` on
-    /// jiffies): it fires on the tick `ceil(d / tick)` ticks after the current one.
+    /// jiffies): it expires on the tick `ceil(d / tick)` ticks after the current one
+    /// and the timer wheel runs it on a later tick (one later below 63 jiffies).
     fn timer_deadline(&self, now: Time, d: Duration) -> Time {
-        let g = self.cfg.tick.as_nanos();
-        if g <= 1 {
-            return now + d;
-        }
-        Time::from_nanos((now.as_nanos() / g + d.as_nanos().div_ceil(g)) * g)
+        jiffies::fires_at(now, d, self.cfg.tick)
     }
 
     pub(super) fn set_timer(&mut self, what: Pending, now: Time, d: Duration) {
