@@ -188,8 +188,8 @@ impl Sim {
         let mut flow_specs = Vec::new();
         for (gi, g) in sc.flows.iter().enumerate() {
             let stop = g.common.stop.map_or(end, |s| (Time::ZERO + s).min(end));
+            let (fwd, rev) = sc.path_delays(gi);
             for (k, (start, extra)) in (0..g.common.count).zip(flow_draws(sc, gi)) {
-                let (fwd, rev) = sc.path_delays(gi);
                 let base_rtt = fwd + rev + extra + extra;
                 let setup = FlowSetup { flow: flows.len() as u32, index: k, group: &g.common.name, group_index: gi as u16, seed: sc.seed, start, stop, base_rtt };
                 let ep = g.traffic.build(&setup);

@@ -303,10 +303,15 @@ impl TcpReceiver {
     /// `TCP_TIMEOUT_INIT` stays the RTO before.
     fn take_synack_rtt(&mut self, now: Time) {
         if let Some(t) = self.synack_sent_at.take() {
-            let r = now.saturating_since(t);
-            self.srtt = Some(r);
-            self.rto = r + (r + r).max(self.rto_min);
+            self.first_rtt_sample(now.saturating_since(t));
         }
+    }
+
+    /// The connection's first RTT sample `r` (`tcp_ack_update_rtt` with no
+    /// estimate yet): srtt = r, rttvar = r / 2, RTO = r + max(4 * rttvar, rto_min).
+    fn first_rtt_sample(&mut self, r: Duration) {
+        self.srtt = Some(r);
+        self.rto = r + (r + r).max(self.rto_min);
     }
 
     /// Without a handshake, the RTT sample a handshake on the empty path would have
@@ -319,8 +324,7 @@ impl TcpReceiver {
     /// it does nothing: the handshake measures.
     pub fn assume_path_rtt(&mut self, rtt: Duration) {
         if !self.handshake && self.srtt.is_none() {
-            self.srtt = Some(rtt);
-            self.rto = rtt + (rtt + rtt).max(self.rto_min);
+            self.first_rtt_sample(rtt);
         }
     }
 
